@@ -3,9 +3,11 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Callable, Protocol, Sequence
+from typing import Any, ClassVar, Protocol, Sequence
 
+from indexes.ground import Nested
 from indexes.types import Passage
+from readers.base import Tokenizer
 
 
 class Compressible(Protocol):
@@ -53,30 +55,48 @@ class CompressedContext:
         return self.tokens_in / self.tokens_out if self.tokens_out else float("inf")
 
 
-TokenCounter = Callable[[str], int]
-
-
 class CompressionError(RuntimeError):
-    """A compressor could not produce a context for one example; the runner records it as failed, never scores it."""
+    """A compressor could not produce a context for one example (a summarizer that failed or wrote
+    nothing usable, a budget smaller than any chunk, an example without a query).
 
-
-def count_words(text: str) -> int:
-    return len(text.split())
+    The runner records the example as failed with this reason and never scores it; any other
+    exception from a compressor is a bug and stops the run.
+    """
 
 
 class Compressor(ABC):
     """Base class; the runner calls only ``compress`` and never branches on the kind.
 
-    ``count_tokens`` is injected by the runner (the reader's tokenizer) so
-    tokens in/out are in the reader's units.
+    ``tokenizer`` is injected by the runner (the reader's tokenizer) so tokens
+    in/out and token budgets are in the reader's units; without one, LongBench
+    words are counted.  ``nested`` declares constructor parameters that are
+    component sections themselves, so the one parameter check can look inside.
     """
 
-    def __init__(self, count_tokens: TokenCounter | None = None) -> None:
-        self.count_tokens: TokenCounter = count_tokens or count_words
+    nested: ClassVar[dict[str, Nested]] = {}
+
+    def __init__(self, tokenizer: Tokenizer | None = None) -> None:
+        if tokenizer is None:
+            from readers.tokenizers import WordTokenizer
+
+            tokenizer = WordTokenizer()
+        self.tokenizer = tokenizer
+
+    def count_tokens(self, text: str) -> int:
+        return len(self.tokenizer.encode(text))
 
     @property
     def identity(self) -> str:
         return type(self).__name__
+
+    @property
+    def label(self) -> str:
+        """A short name for report rows (the config's ``label`` wins); plugins default to their identity."""
+        return self.identity
+
+    def describe(self) -> dict[str, Any]:
+        """Settings worth keeping beside each trace (JSON-serialisable)."""
+        return {"identity": self.identity}
 
     @abstractmethod
     def compress(self, item: Compressible) -> CompressedContext: ...

@@ -11,6 +11,10 @@ class FullContext(Compressor):
     middle truncation), not here, so the full baseline matches the papers.
     """
 
+    @property
+    def label(self) -> str:
+        return "full"
+
     def compress(self, item: Compressible) -> CompressedContext:
         tokens = self.count_tokens(item.context)
         return CompressedContext(

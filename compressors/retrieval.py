@@ -12,12 +12,15 @@ between chunks, the exact splitter quirks, and BM25 over raw strings
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
-from compressors.base import CompressionError, CompressedContext, Compressible, Compressor, TokenCounter
+from compressors.base import CompressedContext, CompressionError, Compressible, Compressor
+from indexes.chunking import CHUNKERS, make_chunker
+from indexes.ground import ComponentSpec, Nested, ParamError, SpecLike
 from indexes.types import Chunk, Passage
+from readers.base import Tokenizer
 from retrievers.base import Hit, Retriever
+from retrievers.registry import RETRIEVERS, make_retriever
 
 Order = Literal["score", "document"]
 Unit = Literal["chunk", "passage", "auto"]
@@ -26,45 +29,19 @@ UNITS: tuple[str, ...] = ("chunk", "passage", "auto")
 DEFAULT_TOP_N = 3
 
 
-@dataclass(frozen=True)
-class ComponentSpec:
-    """A config section naming a component: ``"bm25"`` or ``{name: bm25, params: {...}}``."""
-
-    name: str
-    params: Mapping[str, Any]
-
-    @classmethod
-    def parse(cls, spec: str | Mapping[str, Any], what: str) -> "ComponentSpec":
-        if isinstance(spec, str):
-            return cls(spec, {})
-        if isinstance(spec, Mapping):
-            extra = set(spec) - {"name", "params"}
-            if "name" not in spec or extra:
-                raise ValueError(f"{what} must be a name or {{name: ..., params: {{...}}}}, got keys {sorted(spec)}")
-            return cls(str(spec["name"]), dict(spec.get("params") or {}))
-        raise ValueError(f"{what} must be a name or a mapping, got {type(spec).__name__}")
-
-
-def require_text(item: Compressible) -> None:
-    """Refuse an empty context up front: compressing nothing hides a loader bug."""
-    if not item.context or not item.context.strip():
-        raise ValueError(f"example {item.id!r}: context is empty or whitespace; nothing to compress")
-
-
 def split_context(chunker: Any, item: Compressible) -> list[Chunk]:
-    """The example's context split by ``chunker``; an empty split is an error naming the example."""
-    require_text(item)
+    """The example's context split by ``chunker``; an empty context or split fails the example."""
+    if not item.context or not item.context.strip():
+        raise CompressionError(f"example {item.id!r}: context is empty or whitespace; nothing to compress")
     chunks = chunker.split(item.context, doc_id=str(item.id))
     if not chunks:
-        raise ValueError(f"example {item.id!r}: the chunker produced no chunks from a non-empty context")
+        raise CompressionError(f"example {item.id!r}: the chunker produced no chunks from a non-empty context")
     return chunks
 
 
-def build_chunker(spec: ComponentSpec, chunk_size: int, **extra: Any) -> Any:
-    """A chunker from the ``indexes.chunking`` registry (imported lazily: chunkers may pull heavy deps)."""
-    from indexes.chunking import make_chunker
-
-    return make_chunker(spec.name, chunk_size, **{**extra, **spec.params})
+def _positive_int(value: Any, what: str) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise ParamError(f"{what} must be a positive integer, got {value!r}")
 
 
 class RetrievalCompressor(Compressor):
@@ -88,10 +65,12 @@ class RetrievalCompressor(Compressor):
     longbench_compat: reproduce the released scripts (see module docstring).
     """
 
+    nested = {"retriever": Nested(RETRIEVERS), "chunker": Nested(CHUNKERS, injected=("size", "overlap"))}
+
     def __init__(
         self,
-        retriever: str | Mapping[str, Any] = "bm25",
-        chunker: str | Mapping[str, Any] = "longbench",
+        retriever: SpecLike = "bm25",
+        chunker: SpecLike = "longbench",
         chunk_size: int = 500,
         top_n: int | None = None,
         token_budget: int | None = None,
@@ -99,22 +78,21 @@ class RetrievalCompressor(Compressor):
         separator: str | None = None,
         unit: Unit = "auto",
         longbench_compat: bool = False,
-        count_tokens: TokenCounter | None = None,
+        tokenizer: Tokenizer | None = None,
     ) -> None:
-        super().__init__(count_tokens)
-        if top_n is not None and (not isinstance(top_n, int) or top_n <= 0):
-            raise ValueError(f"retrieval: top_n must be a positive integer, got {top_n!r}")
-        if token_budget is not None and (not isinstance(token_budget, int) or token_budget <= 0):
-            raise ValueError(f"retrieval: token_budget must be a positive integer, got {token_budget!r}")
-        if not isinstance(chunk_size, int) or chunk_size <= 0:
-            raise ValueError(f"retrieval: chunk_size must be a positive integer, got {chunk_size!r}")
+        super().__init__(tokenizer)
+        if top_n is not None:
+            _positive_int(top_n, "retrieval: top_n")
+        if token_budget is not None:
+            _positive_int(token_budget, "retrieval: token_budget")
+        _positive_int(chunk_size, "retrieval: chunk_size")
         if unit not in UNITS:
-            raise ValueError(f"retrieval: unit must be one of {UNITS}, got {unit!r}")
+            raise ParamError(f"retrieval: unit must be one of {UNITS}, got {unit!r}")
         if order is not None and order not in ORDERS:
-            raise ValueError(f"retrieval: order must be one of {ORDERS}, got {order!r}")
+            raise ParamError(f"retrieval: order must be one of {ORDERS}, got {order!r}")
         if longbench_compat:
             if order not in (None, "score") or separator not in (None, ""):
-                raise ValueError(
+                raise ParamError(
                     "retrieval: longbench_compat fixes order='score' and separator=''; "
                     f"got order={order!r}, separator={separator!r}"
                 )
@@ -129,15 +107,12 @@ class RetrievalCompressor(Compressor):
 
         self._chunker_spec = ComponentSpec.parse(chunker, "retrieval: chunker")
         compat_chunker = {"compat": True} if longbench_compat and self._chunker_spec.name == "longbench" else {}
-        self._chunker = build_chunker(self._chunker_spec, chunk_size, **compat_chunker)
+        self._chunker = make_chunker(self._chunker_spec, chunk_size, **compat_chunker)
 
         retriever_spec = ComponentSpec.parse(retriever, "retrieval: retriever")
-        retriever_params = dict(retriever_spec.params)
-        if longbench_compat and retriever_spec.name == "bm25":
-            retriever_params.setdefault("longbench_compat", True)
-        from retrievers.registry import make_retriever
-
-        self.retriever: Retriever = make_retriever(retriever_spec.name, **retriever_params)
+        compat_retriever = {"longbench_compat": True} if longbench_compat and retriever_spec.name == "bm25" else {}
+        self.retriever: Retriever = make_retriever(ComponentSpec(
+            retriever_spec.name, {**compat_retriever, **retriever_spec.params}, retriever_spec.label))
 
     @property
     def identity(self) -> str:
@@ -148,6 +123,15 @@ class RetrievalCompressor(Compressor):
             f"order={self.order},unit={self.unit},sep={self.separator!r}{compat})"
         )
 
+    @property
+    def label(self) -> str:
+        retriever = getattr(self.retriever, "label", None) or self.retriever.identity
+        amount = f"{self.chunk_size}x{self.top_n}" if self.top_n is not None else f"{self.chunk_size}x*"
+        if self.token_budget is not None:
+            amount += f", <={self.token_budget} tokens"
+        compat = ", longbench_compat" if self.longbench_compat else ""
+        return f"retrieval({retriever}, {amount}, order={self.order}{compat})"
+
     # -- units ----------------------------------------------------------------
     def _units(self, item: Compressible) -> tuple[list[Chunk], dict[str, Passage]]:
         """The retrieval units of ``item`` and, for passage units, the passage behind each chunk id."""
@@ -156,9 +140,9 @@ class RetrievalCompressor(Compressor):
         if not use_passages:
             return split_context(self._chunker, item), {}
         if not passages:
-            raise ValueError(f"example {item.id!r}: unit='passage' but the example has no passages")
+            raise CompressionError(f"example {item.id!r}: unit='passage' but the example has no passages")
         if not any(p.text.strip() for p in passages):
-            raise ValueError(f"example {item.id!r}: every passage is empty; nothing to compress")
+            raise CompressionError(f"example {item.id!r}: every passage is empty; nothing to compress")
         from indexes.chunking import passages_to_chunks
 
         chunks = passages_to_chunks(passages)
@@ -212,7 +196,7 @@ class RetrievalCompressor(Compressor):
             tokens_in=self.count_tokens(item.context),
             tokens_out=self.count_tokens(text),
             trace={
-                "retrieved": [h.chunk.chunk_id for h in ranked],
+                "ranking": [[h.chunk.chunk_id, round(float(h.score), 6)] for h in ranked],
                 "n_chunks": len(chunks),
                 "chunker": "passages" if passage_of else f"{self._chunker_spec.name}:{self.chunk_size}",
                 "retriever": self.retriever.identity,
@@ -222,7 +206,7 @@ class RetrievalCompressor(Compressor):
 
     def compress(self, item: Compressible) -> CompressedContext:
         if not item.query or not item.query.strip():
-            raise ValueError(
+            raise CompressionError(
                 f"example {item.id!r}: empty query; retrieval needs one (use 'summarize' or 'truncate' for query-less tasks)"
             )
         chunks, passage_of = self._units(item)

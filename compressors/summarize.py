@@ -14,14 +14,18 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 import string
-from typing import Any, Mapping, Sequence
+from typing import Sequence
 
-from compressors.base import CompressedContext, Compressible, CompressionError, Compressor, TokenCounter
-from compressors.retrieval import ComponentSpec, build_chunker, split_context
-from compressors.truncate import truncate_text
+from compressors.base import CompressedContext, Compressible, CompressionError, Compressor
+from compressors.retrieval import split_context
+from indexes.chunking import CHUNKERS, make_chunker
+from indexes.ground import ComponentSpec, Nested, ParamError, SpecLike, word_pieces
 from indexes.types import Chunk
-from readers.base import Generation, GenerationRequest, Reader
+from readers.base import Generation, GenerationRequest, Reader, Tokenizer
+from readers.registry import READERS, make_reader
+from readers.truncation import truncate_text
 
 
 PROMPTS: dict[tuple[str, bool], str] = {
@@ -35,6 +39,10 @@ PROMPTS: dict[tuple[str, bool], str] = {
 }
 PROMPT_FIELDS = frozenset({"chunk", "question", "max_words"})
 MIN_NEW_TOKENS = 16
+# A summary is degenerate when most of its words repeat: fewer distinct words than this share of all words
+# (a model stuck in a loop), checked only on summaries of at least MIN_WORDS_FOR_REPEAT_CHECK words.
+MIN_DISTINCT_SHARE = 0.25
+MIN_WORDS_FOR_REPEAT_CHECK = 20
 
 
 def prompt_fields(template: str) -> set[str]:
@@ -42,7 +50,7 @@ def prompt_fields(template: str) -> set[str]:
     fields = {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
     bad = fields - PROMPT_FIELDS
     if bad:
-        raise ValueError(f"summarize: prompt uses unknown field(s) {sorted(bad)}; allowed: {sorted(PROMPT_FIELDS)}")
+        raise ParamError(f"summarize: prompt uses unknown field(s) {sorted(bad)}; allowed: {sorted(PROMPT_FIELDS)}")
     return fields
 
 
@@ -65,32 +73,34 @@ class SummarizeCompressor(Compressor):
     separator: placed between summaries.
     """
 
+    nested = {"summarizer": Nested(READERS), "chunker": Nested(CHUNKERS, injected=("size", "overlap"))}
+
     def __init__(
         self,
         reader: Reader | None = None,
-        chunker: str | Mapping[str, Any] = "longbench",
+        chunker: SpecLike = "longbench",
         chunk_size: int = 500,
         max_summary_words: int = 200,
         max_new_tokens: int = 300,
         query_focused: bool = False,
         token_budget: int | None = None,
-        summarizer: str | Mapping[str, Any] | None = None,
+        summarizer: SpecLike | None = None,
         prompt: str | None = None,
         separator: str = "\n\n",
-        count_tokens: TokenCounter | None = None,
+        tokenizer: Tokenizer | None = None,
     ) -> None:
-        super().__init__(count_tokens)
+        super().__init__(tokenizer)
         for name, value in (("chunk_size", chunk_size), ("max_summary_words", max_summary_words), ("max_new_tokens", max_new_tokens)):
             if not isinstance(value, int) or value <= 0:
-                raise ValueError(f"summarize: {name} must be a positive integer, got {value!r}")
+                raise ParamError(f"summarize: {name} must be a positive integer, got {value!r}")
         if token_budget is not None and (not isinstance(token_budget, int) or token_budget <= 0):
-            raise ValueError(f"summarize: token_budget must be a positive integer, got {token_budget!r}")
+            raise ParamError(f"summarize: token_budget must be a positive integer, got {token_budget!r}")
         if prompt is not None:
             fields = prompt_fields(prompt)
             if "chunk" not in fields:
-                raise ValueError("summarize: prompt must contain {chunk}")
+                raise ParamError("summarize: prompt must contain {chunk}")
             if query_focused and "question" not in fields:
-                raise ValueError("summarize: query_focused=True but the prompt has no {question}")
+                raise ParamError("summarize: query_focused=True but the prompt has no {question}")
         self.chunk_size = chunk_size
         self.max_summary_words = max_summary_words
         self.max_new_tokens = max_new_tokens
@@ -99,24 +109,27 @@ class SummarizeCompressor(Compressor):
         self.prompt = prompt
         self.separator = separator
         self._chunker_spec = ComponentSpec.parse(chunker, "summarize: chunker")
-        self._chunker = build_chunker(self._chunker_spec, chunk_size)
+        self._chunker = make_chunker(self._chunker_spec, chunk_size)
         self.summarizer = self._build_summarizer(reader, summarizer)
 
     @staticmethod
-    def _build_summarizer(reader: Reader | None, section: str | Mapping[str, Any] | None) -> Reader:
+    def _build_summarizer(reader: Reader | None, section: SpecLike | None) -> Reader:
         if section is None:
             if reader is None:
-                raise ValueError(
+                raise ParamError(
                     "summarize needs a reader: the runner passes the reader under evaluation, "
                     "or give summarizer={name: ..., params: {...}}"
                 )
             return reader
         from readers.cache import CachedReader
-        from readers.registry import make_reader
 
-        spec = ComponentSpec.parse(section, "summarize: summarizer")
         # A summarizer of our own goes through the same generation cache as the runner's reader.
-        return CachedReader(make_reader(spec.name, **spec.params))
+        return CachedReader(make_reader(ComponentSpec.parse(section, "summarize: summarizer")))
+
+    @property
+    def label(self) -> str:
+        focus = "query-focused, " if self.query_focused else ""
+        return f"summarize({focus}{self._chunker_spec.name}:{self.chunk_size})"
 
     @property
     def identity(self) -> str:
@@ -147,28 +160,40 @@ class SummarizeCompressor(Compressor):
             for chunk in chunks
         ]
 
-    @staticmethod
-    def _check(item: Compressible, chunk: Chunk, generation: Generation) -> str:
+    def _check(self, item: Compressible, chunk: Chunk, request: GenerationRequest, generation: Generation) -> str:
+        """The summary, or a ``CompressionError`` saying why it cannot stand in for the chunk.
+
+        A summarizer that cannot summarize (a lexical baseline, a broken model)
+        returns nothing, echoes the instruction, or loops on a few words; such an
+        arm would otherwise be scored as if it had read a summary.
+        """
+        where = f"example {item.id!r}: summarizer"
         if generation.error is not None:
-            raise CompressionError(f"example {item.id!r}: summarizer failed on chunk {chunk.chunk_id}: {generation.error}")
+            raise CompressionError(f"{where} failed on chunk {chunk.chunk_id}: {generation.error}")
         summary = generation.text.strip()
         if not summary:
-            raise CompressionError(f"example {item.id!r}: summarizer returned an empty summary for chunk {chunk.chunk_id}")
+            raise CompressionError(f"{where} returned an empty summary for chunk {chunk.chunk_id}")
+        if _echoes_instruction(summary, request.prompt, chunk.text):
+            raise CompressionError(f"{where} returned its own instruction instead of a summary for chunk "
+                                   f"{chunk.chunk_id}: {summary[:80]!r}")
+        words = [w.strip().lower() for w in word_pieces(summary)]
+        if len(words) >= MIN_WORDS_FOR_REPEAT_CHECK and len(set(words)) < MIN_DISTINCT_SHARE * len(words):
+            raise CompressionError(f"{where} returned a degenerate summary for chunk {chunk.chunk_id} "
+                                   f"({len(set(words))} distinct of {len(words)} words): {summary[:80]!r}")
         return summary
 
     def compress(self, item: Compressible) -> CompressedContext:
         chunks = split_context(self._chunker, item)
-        generations = self.summarizer.generate(self._requests(item, chunks))
+        requests = self._requests(item, chunks)
+        generations = self.summarizer.generate(requests)
         if len(generations) != len(chunks):
-            raise CompressionError(
-                f"example {item.id!r}: summarizer returned {len(generations)} generations for {len(chunks)} chunks"
-            )
-        summaries = [self._check(item, c, g) for c, g in zip(chunks, generations)]
+            raise RuntimeError(f"summarizer {self.summarizer!r} returned {len(generations)} generations "
+                               f"for {len(chunks)} requests")  # a reader that breaks its contract is a bug
+        summaries = [self._check(item, c, r, g) for c, r, g in zip(chunks, requests, generations)]
         text = self.separator.join(summaries)
         truncated = False
-        if self.token_budget is not None and self.count_tokens(text) > self.token_budget:
-            text = truncate_text(text, self.token_budget, "middle", self.count_tokens)
-            truncated = True
+        if self.token_budget is not None:
+            text, truncated = truncate_text(text, self.tokenizer, self.token_budget, "middle")
         return CompressedContext(
             text=text,
             kept_chunks=tuple(c.chunk_id for c in chunks),
@@ -187,3 +212,23 @@ class SummarizeCompressor(Compressor):
                 "truncated": truncated,
             },
         )
+
+
+def _echoes_instruction(summary: str, prompt: str, chunk: str) -> bool:
+    """Whether ``summary`` repeats the prompt's own instruction (a sentence of the prompt that is not in the chunk).
+
+    The instruction sentences are the prompt's sentences with the chunk taken
+    out; a summary that contains one of them word for word (case and spaces
+    ignored), and that the chunk itself does not contain, echoes the prompt.
+    """
+    instruction = prompt.replace(chunk, "\n")
+    norm = lambda text: " ".join(text.lower().split())  # noqa: E731
+    summary_n, chunk_n = norm(summary), norm(chunk)
+    for sentence in _SENTENCES.split(instruction):
+        sentence_n = norm(sentence)
+        if len(sentence_n.split()) >= 4 and sentence_n in summary_n and sentence_n not in chunk_n:
+            return True
+    return False
+
+
+_SENTENCES = re.compile(r"(?<=[.!?:。？！：])\s+|\n+")

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from indexes.registry import Registry
+from indexes.ground import ComponentSpec, ParamError, Registry, UserError, count_words, word_spans
 from indexes.types import Chunk, Chunker, Passage, make_chunk_id
 
 CHUNKERS: Registry[Any] = Registry("chunkers")
@@ -20,34 +20,20 @@ CHUNKERS: Registry[Any] = Registry("chunkers")
 # LongBench's sentence delimiters; the capturing group keeps each delimiter
 # (plus the whitespace after it) as its own piece.
 LONGBENCH_SPLIT = re.compile(r"([。？！；\n.!?;]\s*)")
-# One "word" as LongBench counts them: every CJK ideograph alone, otherwise a
-# maximal run of word characters (what survives ``re.split(r"\W", ...)``).
-_CJK = "\u4e00-\u9fa5"
-WORD = re.compile(rf"[{_CJK}]|[^\W{_CJK}]+")
-
-
-def count_words(text: str) -> int:
-    """Words in LongBench's sense: lowercased ``\\W``-split parts, each CJK ideograph its own word."""
-    return sum(1 for _ in WORD.finditer(text.lower()))
-
-
-def word_spans(text: str) -> list[tuple[int, int]]:
-    """Character spans of the words :func:`count_words` counts, in order."""
-    return [m.span() for m in WORD.finditer(text)]
 
 
 def _require_text(text: str) -> None:
     if not isinstance(text, str):
-        raise ValueError(f"chunker expects a str, got {type(text).__name__}")
+        raise UserError(f"chunker expects a str, got {type(text).__name__}")
     if not text.strip():
-        raise ValueError("cannot chunk empty or whitespace-only text")
+        raise UserError("cannot chunk empty or whitespace-only text")
 
 
 def _check_window(size: int, overlap: int) -> None:
     if size <= 0:
-        raise ValueError(f"chunk size must be positive, got {size}")
+        raise ParamError(f"chunk size must be positive, got {size}")
     if overlap < 0 or overlap >= size:
-        raise ValueError(f"overlap must satisfy 0 <= overlap < size, got overlap={overlap}, size={size}")
+        raise ParamError(f"overlap must satisfy 0 <= overlap < size, got overlap={overlap}, size={size}")
 
 
 def _span_chunk(text: str, doc_id: str, index: int, start: int, end: int) -> Chunk:
@@ -90,7 +76,7 @@ class LongBenchChunker:
     def __post_init__(self) -> None:
         _check_window(self.size, 0)
         if self.overlap:
-            raise ValueError("the longbench chunker has no overlap (the released splitter never overlaps)")
+            raise ParamError("the longbench chunker has no overlap (the released splitter never overlaps)")
 
     def split(self, text: str, doc_id: str = "doc") -> list[Chunk]:
         _require_text(text)
@@ -173,7 +159,7 @@ class TokenChunker:
     def __post_init__(self) -> None:
         _check_window(self.size, self.overlap)
         if (self.tokenizer is None) == (self.encoding is None):
-            raise ValueError("the tokens chunker needs exactly one of tokenizer= (Hugging Face) or encoding= (tiktoken)")
+            raise ParamError("the tokens chunker needs exactly one of tokenizer= (Hugging Face) or encoding= (tiktoken)")
         self._tok: Any = None
 
     def _token_spans(self, text: str) -> list[tuple[int, int]]:
@@ -187,7 +173,7 @@ class TokenChunker:
             else:
                 self._tok = self.tokenizer
         if not getattr(self._tok, "is_fast", False):
-            raise ValueError("the tokens chunker needs a fast Hugging Face tokenizer (offset mappings)")
+            raise ParamError("the tokens chunker needs a fast Hugging Face tokenizer (offset mappings)")
         enc = self._tok(text, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
         return [(s, e) for s, e in enc["offset_mapping"] if e > s]
 
@@ -216,7 +202,7 @@ class TokenChunker:
         _require_text(text)
         spans = self._token_spans(text)
         if not spans:
-            raise ValueError("the tokenizer produced no tokens for this text")
+            raise UserError("the tokenizer produced no tokens for this text")
         return [
             _span_chunk(text, doc_id, i, spans[lo][0], spans[hi - 1][1])
             for i, (lo, hi) in enumerate(_windows(len(spans), self.size, self.overlap))
@@ -266,7 +252,7 @@ class SentenceChunker:
     def __post_init__(self) -> None:
         _check_window(self.size, 0)
         if self.overlap:
-            raise ValueError("the sentences chunker has no overlap")
+            raise ParamError("the sentences chunker has no overlap")
 
     def split(self, text: str, doc_id: str = "doc") -> list[Chunk]:
         _require_text(text)
@@ -294,12 +280,16 @@ CHUNKERS.add("recursive", RecursiveChunker)
 CHUNKERS.add("sentences", SentenceChunker)
 
 
-def make_chunker(name: str, size: int, *, overlap: int = 0, **params: Any) -> Chunker:
-    """Build a registered chunker (short name or ``"pkg.mod:Class"``) with ``size`` and ``overlap``."""
-    cls = CHUNKERS.get(name)
-    chunker = cls(size=size, overlap=overlap, **params)
+def make_chunker(spec: Any, size: int, *, overlap: int = 0, **params: Any) -> Chunker:
+    """Build a chunker from a name or ``{name, params}`` section with ``size`` and ``overlap``.
+
+    ``params`` are defaults that the section's own params override.
+    """
+    spec = ComponentSpec.parse(spec, "chunker")
+    spec = ComponentSpec(spec.name, {**params, **spec.params}, spec.label)
+    chunker = CHUNKERS.build(spec, size=size, overlap=overlap)
     if not isinstance(chunker, Chunker):
-        raise TypeError(f"chunker {name!r} resolves to {cls!r}, which has no split(text, doc_id) method")
+        raise TypeError(f"chunker {spec.name!r} built {chunker!r}, which has no split(text, doc_id) method")
     return chunker
 
 
@@ -324,8 +314,6 @@ __all__ = [
     "SentenceChunker",
     "TokenChunker",
     "WordChunker",
-    "count_words",
     "make_chunker",
     "passages_to_chunks",
-    "word_spans",
 ]

@@ -2,14 +2,20 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, Sequence, runtime_checkable
+
+from indexes.ground import UserError
 
 TruncationPolicy = Literal["middle", "left", "right", "none"]
 
 
-class ReaderError(RuntimeError):
-    """A reader could not produce a generation (after retries, for remote readers)."""
+class ReaderError(UserError):
+    """A reader cannot start or cannot serve a request as configured (a missing model package,
+    ``chat=True`` for a model without a chat template).  Remote faults are not this: they come
+    back as a ``Generation`` with ``error`` set."""
 
 
 @runtime_checkable
@@ -27,6 +33,8 @@ class GenerationRequest:
 
     ``chat=None`` lets the reader decide (chat template when the model has one);
     ``False`` forces completion style (LongBench few-shot and code tasks).
+    ``system`` is sent as a system message to chat readers (L-Eval's released
+    baselines do so) and put in front of the prompt otherwise.
     """
 
     prompt: str
@@ -34,6 +42,11 @@ class GenerationRequest:
     temperature: float = 0.0
     stop: tuple[str, ...] = ()
     chat: bool | None = None
+    system: str | None = None
+
+    def flat_prompt(self) -> str:
+        """The text a completion-style reader sees: the system text glued in front, as L-Eval's prompts read."""
+        return f"{self.system}{self.prompt}" if self.system else self.prompt
 
 
 @dataclass(frozen=True)
@@ -60,18 +73,46 @@ class Generation:
         return self.error is None
 
 
+ProgressHook = Callable[[int], None]
+StepHook = Callable[[int, int], None]
+
+
 class Reader(ABC):
     """Base class of every reader.
 
     Subclasses set ``max_context`` (tokens the model accepts, prompt plus
     generation) and ``tokenizer``, and implement ``generate``; truncation of
-    over-long prompts is applied here, with the reader's own tokenizer, so
-    every reader truncates the same way.
+    over-long prompts uses the reader's own tokenizer (``readers.truncation``),
+    so every reader truncates the same way.  A reader without a model
+    tokenizer counts LongBench words (``readers.tokenizers.WordTokenizer``).
+
+    Inside ``with reader.reporting(progress, step):`` a reader calls
+    ``progress(n)`` as requests complete and, where it can, ``step(i, total)``
+    per generated token, so a long batch never looks hung.
     """
 
     max_context: int = 4096
     truncation: TruncationPolicy = "middle"
-    tokenizer: Tokenizer | None = None
+    _tokenizer: Tokenizer | None = None
+    _progress: ProgressHook | None = None
+    _step: StepHook | None = None
+
+    @property
+    def tokenizer(self) -> Tokenizer:
+        if self._tokenizer is None:
+            from readers.tokenizers import WordTokenizer
+
+            self._tokenizer = WordTokenizer()
+        return self._tokenizer
+
+    @tokenizer.setter
+    def tokenizer(self, value: Tokenizer) -> None:
+        self._tokenizer = value
+
+    @property
+    def label(self) -> str:
+        """A short name for report rows (the config's ``label`` wins); plugins default to their identity."""
+        return self.identity
 
     @property
     @abstractmethod
@@ -83,9 +124,21 @@ class Reader(ABC):
         """Return one generation per request, in input order."""
 
     def count_tokens(self, text: str) -> int:
-        if self.tokenizer is None:
-            return len(text.split())
         return len(self.tokenizer.encode(text))
+
+    @contextmanager
+    def reporting(self, progress: ProgressHook | None, step: StepHook | None = None) -> Iterator["Reader"]:
+        """Report completed requests (and token steps) to these hooks while the block runs."""
+        previous = self._progress, self._step
+        self._progress, self._step = progress, step
+        try:
+            yield self
+        finally:
+            self._progress, self._step = previous
+
+    def _advance(self, n: int = 1) -> None:
+        if self._progress is not None and n:
+            self._progress(n)
 
     def close(self) -> None:
         """Release resources (HTTP pools, GPU memory)."""

@@ -27,6 +27,8 @@ def cache_root() -> Path:
 def generation_key(identity: str, req: GenerationRequest) -> str:
     """The cache key of one request to the reader named by ``identity``."""
     payload = [identity, req.prompt, req.max_new_tokens, req.temperature, list(req.stop), req.chat]
+    if req.system is not None:  # appended only when set, so keys made before system messages existed still hit
+        payload.append({"system": req.system})
     return hashlib.sha256(json.dumps(payload, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
@@ -41,6 +43,8 @@ class CachedReader(Reader):
     def __init__(self, inner: Reader, directory: str | os.PathLike | None = None) -> None:
         import diskcache
 
+        if isinstance(inner, CachedReader):
+            raise TypeError("a CachedReader must not wrap another CachedReader")
         self.inner = inner
         self.directory = Path(directory) if directory is not None else cache_root() / "generations"
         self.store = diskcache.Cache(str(self.directory))
@@ -50,6 +54,10 @@ class CachedReader(Reader):
     @property
     def identity(self) -> str:
         return self.inner.identity
+
+    @property
+    def label(self) -> str:
+        return self.inner.label
 
     @property
     def max_context(self) -> int:  # type: ignore[override]
@@ -87,8 +95,10 @@ class CachedReader(Reader):
         missing = [i for i, g in enumerate(results) if g is None]
         self.hits += len(requests) - len(missing)
         self.misses += len(missing)
+        self._advance(len(requests) - len(missing))
         if missing:
-            fresh = self.inner.generate([requests[i] for i in missing])
+            with self.inner.reporting(self._progress, self._step):
+                fresh = self.inner.generate([requests[i] for i in missing])
             if len(fresh) != len(missing):
                 raise RuntimeError(f"{type(self.inner).__name__} returned {len(fresh)} generations for {len(missing)} requests")
             for i, gen in zip(missing, fresh):

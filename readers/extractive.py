@@ -1,18 +1,21 @@
 """A model-free, deterministic lexical-overlap reader (the classic sliding-window QA baseline).
 
-It answers with the passage unit -- a line or sentence of the prompt's context --
-that shares the most question words (after dropping stop words), ties broken
-by the earlier unit, trimmed to ``max_new_tokens`` words.  It needs no model
-and runs in microseconds, so it makes pipeline tests and quickstart dry runs
-exercise every stage except a real LLM.
+It answers with the sentence of the prompt's context that shares the most
+question words (stop words dropped), ties broken by the earlier sentence,
+trimmed to ``max_new_tokens`` words.  It needs no model and runs in
+microseconds, so pipeline tests and quick looks exercise every stage except
+a real LLM.
 
-How the question is found: scanning from the end of the prompt, the last line
-that starts with one of ``question_markers`` (default ``Question:``,
-``Query:``, ``Key:``; case-insensitive) is the question; its text after the
-marker is used (or the next non-empty line when the marker stands alone).
-Without any marker, the last non-empty line that is not a bare answer cue
-(``Answer:``) is the question.  The context is every other line of the prompt;
-lines that repeat the question or start with a marker are not candidates.
+How the question is found: the last occurrence of a question marker
+(default ``Question:``, ``Query:``, ``Key:``, ``Instruction:``, ``问题：``;
+case-insensitive, anywhere in a line) starts it, and the first answer cue
+after it ends it (a line break, ``Answer:``, ``Output:``, ``Corresponding
+value:``, ``回答：``, ``Please directly give answer``).  That covers every
+shipped template: LongBench's ``Question: {input}\\nAnswer:``, L-Eval's
+``... Instruction: {input} Output:``, Lost in the Middle's QA and KV prompts,
+M4LE's question before the passages and the query-focused summary prompt.
+Without any marker the last non-empty line that is not a bare answer cue is
+the question.  The context is the prompt without the question.
 """
 from __future__ import annotations
 
@@ -22,12 +25,15 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from readers.base import Generation, GenerationRequest, Reader
-from readers.tokenizers import WhitespaceTokenizer
+from readers.tokenizers import WordTokenizer
 from readers.truncation import cut_at_stop
 
+DEFAULT_MARKERS = ("Question:", "Query:", "Key:", "Instruction:", "问题：")
 _WORD = re.compile(r"\w+", re.UNICODE)
-_SENTENCE_END = re.compile(r"(?<=[.!?。？！；;])\s+")
-_ANSWER_CUE = re.compile(r"^\s*(answer|response|value)\s*:?\s*$", re.IGNORECASE)
+_SENTENCE_END = re.compile(r"(?<=[.!?。？！；;])\s+|\n+")
+_ANSWER_CUE = re.compile(r"\n|\b(?:answer|output|corresponding value)\s*:|回答\s*[:：]|please directly give answer",
+                         re.IGNORECASE)
+_BARE_CUE = re.compile(r"^\s*(answer|response|value|output|summary)\s*:?\s*$", re.IGNORECASE)
 
 # A short English stop-word list: overlap on these words says nothing about relevance.
 STOP_WORDS = frozenset(
@@ -51,47 +57,52 @@ class Extraction:
     score: int
 
 
-def split_prompt(prompt: str, markers: Sequence[str]) -> tuple[str, list[str]]:
-    """Return (question, context lines) following the rule in the module docstring."""
+def _marker_pattern(markers: Sequence[str]) -> re.Pattern[str]:
+    parts = []
+    for marker in markers:
+        body = re.escape(marker.rstrip(":： "))
+        parts.append(rf"{body}\s*[:：]")
+    return re.compile("|".join(parts), re.IGNORECASE)
+
+
+def split_prompt(prompt: str, markers: Sequence[str] = DEFAULT_MARKERS) -> tuple[str, str]:
+    """Return (question, context) following the rule in the module docstring."""
+    found = list(_marker_pattern(markers).finditer(prompt))
+    for match in reversed(found):
+        rest = prompt[match.end():]
+        cue = _ANSWER_CUE.search(rest)
+        question = (rest[: cue.start()] if cue else rest).strip()
+        end = match.end() + (cue.start() if cue else len(rest))
+        if not question:  # the marker stands alone on its line: the question is the next line
+            lines = [ln for ln in rest.splitlines() if ln.strip() and not _BARE_CUE.match(ln)]
+            if not lines:
+                continue
+            question = lines[0].strip()
+            end = match.end() + rest.find(lines[0]) + len(lines[0])
+        return question, prompt[: match.start()] + "\n" + prompt[end:]
     lines = prompt.splitlines()
-    lowered = [ln.strip().lower() for ln in lines]
-    marks = [m.lower() for m in markers]
-    q_index = None
-    question = ""
     for i in range(len(lines) - 1, -1, -1):
-        hit = next((m for m in marks if lowered[i].startswith(m)), None)
-        if hit is not None:
-            q_index = i
-            question = lines[i].strip()[len(hit) :].strip()
-            if not question:  # marker alone on its line: the question follows
-                question = next((ln.strip() for ln in lines[i + 1 :] if ln.strip() and not _ANSWER_CUE.match(ln)), "")
-            break
-    if q_index is None:
-        for i in range(len(lines) - 1, -1, -1):
-            if lines[i].strip() and not _ANSWER_CUE.match(lines[i]):
-                q_index, question = i, lines[i].strip()
-                break
-    context = [ln for i, ln in enumerate(lines) if i != q_index]
-    return question, context
+        if lines[i].strip() and not _BARE_CUE.match(lines[i]):
+            return lines[i].strip(), "\n".join(lines[:i] + lines[i + 1 :])
+    return "", prompt
 
 
-def extract_answer(prompt: str, max_words: int, markers: Sequence[str] = ("Question:", "Query:", "Key:")) -> Extraction:
-    """The best-overlap unit of ``prompt``'s context, trimmed to ``max_words`` words."""
+def extract_answer(prompt: str, max_words: int, markers: Sequence[str] = DEFAULT_MARKERS) -> Extraction:
+    """The best-overlap sentence of ``prompt``'s context, trimmed to ``max_words`` words."""
     question, context = split_prompt(prompt, markers)
     q_words = _content_words(question)
-    marks = tuple(m.lower() for m in markers)
+    marker = _marker_pattern(markers)
     best, best_score = "", -1
-    for line in context:
-        stripped = line.strip()
-        if not stripped or stripped.lower().startswith(marks) or _ANSWER_CUE.match(stripped):
+    for unit in _SENTENCE_END.split(context):
+        unit = unit.strip()
+        if not unit or marker.match(unit) or _BARE_CUE.match(unit):
             continue
-        for unit in _SENTENCE_END.split(stripped):
-            unit_words = _content_words(unit)
-            if not unit_words or unit_words == q_words:
-                continue
-            score = len(q_words & unit_words)
-            if score > best_score:
-                best, best_score = unit.strip(), score
+        unit_words = _content_words(unit)
+        if not unit_words or unit_words == q_words:
+            continue
+        score = len(q_words & unit_words)
+        if score > best_score:
+            best, best_score = unit, score
     words = best.split()[: max(max_words, 0)]
     return Extraction(question=question, answer=" ".join(words), score=max(best_score, 0))
 
@@ -99,22 +110,28 @@ def extract_answer(prompt: str, max_words: int, markers: Sequence[str] = ("Quest
 class ExtractiveReader(Reader):
     """Answers with the context sentence that overlaps the question most; see the module docstring.
 
-    Never truncates (it reads the whole prompt); tokens are whitespace words.
+    Never truncates (it reads the whole prompt); tokens are LongBench words.
+    A system text is ignored (it holds instructions, not evidence).
     """
 
     max_context = 10**9
     truncation = "none"
 
-    def __init__(self, question_markers: Sequence[str] = ("Question:", "Query:", "Key:")) -> None:
+    def __init__(self, question_markers: Sequence[str] = DEFAULT_MARKERS) -> None:
+        if not question_markers:
+            from indexes.ground import ParamError
+
+            raise ParamError("extractive: question_markers must name at least one marker")
         self.question_markers = tuple(question_markers)
-        self.tokenizer = WhitespaceTokenizer()
+        self.tokenizer = WordTokenizer()
 
     @property
     def identity(self) -> str:
-        return f"extractive:v1:markers={'|'.join(self.question_markers)}"
+        return f"extractive:v2:markers={'|'.join(self.question_markers)}"
 
-    def count_tokens(self, text: str) -> int:
-        return len(text.split())
+    @property
+    def label(self) -> str:
+        return "extractive"
 
     def answer(self, prompt: str, max_words: int, stop: Sequence[str] = ()) -> str:
         return cut_at_stop(extract_answer(prompt, max_words, self.question_markers).answer, stop)
@@ -128,10 +145,11 @@ class ExtractiveReader(Reader):
                 Generation(
                     text=text,
                     tokens_in=self.count_tokens(req.prompt),
-                    tokens_out=len(text.split()),
+                    tokens_out=self.count_tokens(text),
                     latency_s=time.perf_counter() - start,
                 )
             )
+            self._advance(1)
         return out
 
     def __repr__(self) -> str:

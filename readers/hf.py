@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
+from indexes.ground import ParamError
 from readers.base import Generation, GenerationRequest, Reader, ReaderError, TruncationPolicy
 from readers.tokenizers import HFTokenizer
 from readers.truncation import check_policy, cut_at_stop, prompt_budget, truncate_ids, truncate_text
@@ -63,7 +64,7 @@ class HFReader(Reader):
         from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
         if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+            raise ParamError(f"hf: batch_size must be >= 1, got {batch_size}")
         self.model_name, self.gguf_file = str(model), gguf_file
         self.truncation = check_policy(truncation)
         self.batch_size = batch_size
@@ -94,7 +95,7 @@ class HFReader(Reader):
         if eos is None:
             eos = hf_tok.eos_token_id
         self.eos_ids = set(eos if isinstance(eos, list) else [eos]) - {None}
-        self._overhead: dict[bool, int] = {}
+        self._overhead: dict[tuple[bool, str | None], int] = {}
 
     @staticmethod
     def _context_from(config: Any, tok: Any) -> int:
@@ -109,6 +110,10 @@ class HFReader(Reader):
     def identity(self) -> str:
         return (f"hf:{self.model_name}:gguf={self.gguf_file}:rev={self.revision}:tokenizer={self.tokenizer_name}"
                 f":dtype={self.dtype_tag}:chat={self.chat}:max_context={self.max_context}:truncation={self.truncation}")
+
+    @property
+    def label(self) -> str:
+        return self.model_name.rstrip("/").rsplit("/", 1)[-1]
 
     @property
     def dtype_tag(self) -> str:
@@ -128,22 +133,24 @@ class HFReader(Reader):
             raise ReaderError(f"chat=True but the tokenizer of {self.model_name} has no chat template")
         return wanted
 
-    def _render(self, prompt: str, chat: bool) -> list[int]:
-        """Token ids the model sees: the chat template applied once, or the raw prompt with special tokens."""
+    def _render(self, prompt: str, chat: bool, system: str | None = None) -> list[int]:
+        """Token ids the model sees: the chat template applied once (with a system message when the
+        request has one), or the raw prompt with special tokens (the system text glued in front)."""
         tok = self.hf_tokenizer
         if chat:
-            text = tok.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
-                                           add_generation_prompt=True)
+            messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
+            text = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
             return list(tok(text, add_special_tokens=False)["input_ids"])
-        return list(tok(prompt, add_special_tokens=True)["input_ids"])
+        return list(tok(f"{system or ''}{prompt}", add_special_tokens=True)["input_ids"])
 
     def _prepare(self, req: GenerationRequest) -> tuple[list[int], bool]:
         chat = self._use_chat(req)
-        if chat not in self._overhead:
-            self._overhead[chat] = len(self._render("", chat))
-        budget = prompt_budget(self.max_context, req.max_new_tokens) - self._overhead[chat]
+        key = (chat, req.system)
+        if key not in self._overhead:
+            self._overhead[key] = len(self._render("", chat, req.system))
+        budget = prompt_budget(self.max_context, req.max_new_tokens) - self._overhead[key]
         prompt, truncated = truncate_text(req.prompt, self.tokenizer, max(budget, 1), self.truncation)
-        ids = self._render(prompt, chat)
+        ids = self._render(prompt, chat, req.system)
         if self.truncation != "none" and len(ids) + req.max_new_tokens > self.max_context:
             # decode/encode round trips can merge tokens differently; cut the ids themselves as a last resort
             ids, truncated = truncate_ids(ids, self.max_context - req.max_new_tokens, self.truncation), True
@@ -178,6 +185,8 @@ class HFReader(Reader):
                        {"do_sample": False, "temperature": None, "top_p": None, "top_k": None})
         if reqs[0].stop and all(r.stop == reqs[0].stop for r in reqs):
             options.update(stop_strings=list(reqs[0].stop), tokenizer=self.hf_tokenizer)  # stop early; cut below
+        if self._step is not None:
+            options["streamer"] = _StepStreamer(self._step, max_new, skip_prompt=not self.is_encoder_decoder)
         start = time.perf_counter()
         with torch.inference_mode():
             out = self.model.generate(**enc, **options)
@@ -198,6 +207,24 @@ class HFReader(Reader):
                 text=text, tokens_in=len(prepared[i][0]), tokens_out=len(kept), latency_s=elapsed / len(batch),
                 truncated=prepared[i][1], meta={"batch_size": len(batch), "batch_latency_s": elapsed},
             )
+        self._advance(len(batch))
 
     def close(self) -> None:
         self.model = None  # drop the weights (and GPU memory once collected)
+
+
+class _StepStreamer:
+    """A ``transformers`` streamer that only counts decoding steps, so progress moves inside a long batch."""
+
+    def __init__(self, step: Callable[[int, int], None], total: int, *, skip_prompt: bool) -> None:
+        self.step, self.total, self.done, self.skip_prompt = step, total, 0, skip_prompt
+
+    def put(self, value: Any) -> None:
+        if self.skip_prompt:  # the first put carries the prompt
+            self.skip_prompt = False
+            return
+        self.done += 1
+        self.step(self.done, self.total)
+
+    def end(self) -> None:
+        return None

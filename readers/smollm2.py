@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 from typing import Any, Literal, Sequence
 
+from indexes.ground import ParamError
 from readers.base import Generation, GenerationRequest, ReaderError, TruncationPolicy
 from readers.hf import HFReader
 from readers.truncation import check_policy, cut_at_stop, prompt_budget, truncate_text
@@ -117,7 +118,7 @@ class SmolLM2Reader(HFReader):
         n_threads: int | None = None,
     ) -> None:
         if backend not in ("transformers", "llama_cpp"):
-            raise ValueError(f"backend must be 'transformers' or 'llama_cpp', got {backend!r}")
+            raise ParamError(f"smollm2: backend must be 'transformers' or 'llama_cpp', got {backend!r}")
         self.backend = backend
         gguf = gguf_path()
         if backend == "llama_cpp":
@@ -128,6 +129,10 @@ class SmolLM2Reader(HFReader):
         super().__init__(str(folder), max_context=max_context, truncation=truncation, chat=chat, device=device,
                          dtype=dtype, batch_size=batch_size)
         self.load_s = time.perf_counter() - start
+
+    @property
+    def label(self) -> str:
+        return "smollm2"
 
     @property
     def identity(self) -> str:
@@ -159,12 +164,14 @@ class SmolLM2Reader(HFReader):
         options = {"max_tokens": req.max_new_tokens, "temperature": req.temperature, "stop": list(req.stop) or None}
         chat = req.chat if req.chat is not None else (self.chat if self.chat is not None else True)
         if chat:
-            out = self.llm.create_chat_completion(messages=[{"role": "user", "content": prompt}], **options)
+            system = [{"role": "system", "content": req.system}] if req.system else []
+            out = self.llm.create_chat_completion(messages=[*system, {"role": "user", "content": prompt}], **options)
             text = out["choices"][0]["message"]["content"] or ""
         else:
-            out = self.llm.create_completion(prompt=prompt, **options)
+            out = self.llm.create_completion(prompt=f"{req.system or ''}{prompt}", **options)
             text = out["choices"][0]["text"]
         usage = out.get("usage") or {}
+        self._advance(1)
         return Generation(text=cut_at_stop(text, req.stop), tokens_in=usage.get("prompt_tokens", 0),
                           tokens_out=usage.get("completion_tokens", 0), latency_s=time.perf_counter() - start,
                           truncated=truncated)

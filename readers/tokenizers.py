@@ -2,41 +2,51 @@
 
 Readers count and truncate in their *own* model's tokens, so a budget of 3,500
 tokens means the same thing to the truncation code and to the model.  When no
-model tokenizer is available, :class:`WhitespaceTokenizer` is the documented
-fallback (one token per whitespace-separated word).
+model tokenizer is available, :class:`WordTokenizer` is the one counting rule
+(LongBench words; every CJK ideograph is a word).
 """
 from __future__ import annotations
 
 import os
+import threading
 from typing import Any, Sequence
 
+from indexes.ground import ParamError, word_pieces
 
-class WhitespaceTokenizer:
-    """One token per whitespace-separated word; ids index a growing vocabulary.
 
-    Decoding joins words with single spaces, so original spacing and newlines
-    are not preserved -- acceptable for a fallback, wrong for a real model.
+class WordTokenizer:
+    """LongBench words as tokens: the counting rule of every reader without a model tokenizer.
+
+    A token is one word (a run of word characters, or one CJK ideograph) with
+    the spaces and punctuation that follow it (``indexes.ground.word_pieces``),
+    so ``decode(encode(text)) == text`` and truncation keeps text verbatim.
+    A 10,000-character Chinese text is 10,000 tokens here, not the handful of
+    whitespace-separated runs it would be by ``str.split``.
     """
 
     def __init__(self) -> None:
         self._ids: dict[str, int] = {}
-        self._words: list[str] = []
+        self._pieces: list[str] = []
+        self._lock = threading.Lock()
 
     def encode(self, text: str) -> list[int]:
         out = []
-        for word in text.split():
-            idx = self._ids.get(word)
+        for piece in word_pieces(text):
+            idx = self._ids.get(piece)
             if idx is None:
-                idx = self._ids[word] = len(self._words)
-                self._words.append(word)
+                with self._lock:
+                    idx = self._ids.get(piece)
+                    if idx is None:
+                        idx = self._ids[piece] = len(self._pieces)
+                        self._pieces.append(piece)
             out.append(idx)
         return out
 
     def decode(self, ids: Sequence[int]) -> str:
-        return " ".join(self._words[i] for i in ids)
+        return "".join(self._pieces[i] for i in ids)
 
     def __repr__(self) -> str:
-        return "WhitespaceTokenizer()"
+        return "WordTokenizer()"
 
 
 class HFTokenizer:
@@ -95,13 +105,13 @@ class TiktokenTokenizer:
 def load_tokenizer(spec: Any) -> Any:
     """Turn a config value into a tokenizer.
 
-    ``None`` or ``"whitespace"`` -> :class:`WhitespaceTokenizer`;
+    ``None`` or ``"words"`` -> :class:`WordTokenizer`;
     ``"tiktoken:<encoding or model>"`` -> :class:`TiktokenTokenizer`;
     any other string -> :class:`HFTokenizer` (hub id or local folder);
     an object with ``encode``/``decode`` is returned as is.
     """
-    if spec is None or spec == "whitespace":
-        return WhitespaceTokenizer()
+    if spec is None or spec == "words":
+        return WordTokenizer()
     if isinstance(spec, str | os.PathLike):
         spec = str(spec)
         if spec.startswith("tiktoken:"):
@@ -109,4 +119,4 @@ def load_tokenizer(spec: Any) -> Any:
         return HFTokenizer(spec)
     if hasattr(spec, "encode") and hasattr(spec, "decode"):
         return spec
-    raise ValueError(f"cannot make a tokenizer from {spec!r}: give a name, a path or an object with encode/decode")
+    raise ParamError(f"cannot make a tokenizer from {spec!r}: give a name, a path or an object with encode/decode")

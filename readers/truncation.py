@@ -1,12 +1,20 @@
-"""Prompt truncation in the reader's own tokens, and cutting outputs at stop strings.
+"""The one truncation of ctxcomp, in a tokenizer's tokens, and cutting outputs at stop strings.
+
+Readers cut over-long prompts with it and the ``truncate`` compressor cuts
+contexts with it, so "keep M tokens" means the same thing everywhere.
 
 Policies:
 
-- ``middle``: LongBench's rule (``pred.py``: ``half = int(max_length / 2)``;
-  ``tokenized_prompt[:half] + tokenized_prompt[-half:]``), followed exactly, so
-  an odd budget keeps ``2 * (M // 2)`` tokens, one fewer than ``M``.  The
-  instruction at both ends of a LongBench prompt survives; the middle of the
-  context is dropped.
+- ``middle``: LongBench's rule, from ``pred.py``::
+
+      if len(tokenized_prompt) > max_length:
+          half = int(max_length / 2)
+          prompt = decode(tokenized_prompt[:half]) + decode(tokenized_prompt[-half:])
+
+  so an odd budget keeps ``2 * (M // 2)`` tokens, one fewer than ``M``, and
+  the two halves are decoded separately and joined.  The instruction at both
+  ends of a LongBench prompt survives; the middle of the context is dropped.
+  (For ``M = 1`` the reference's ``[-0:]`` would keep everything; we keep nothing.)
 - ``left``: drop tokens from the start (keep the end, where the question is).
 - ``right``: drop tokens from the end (keep the start).
 - ``none``: never truncate; the model sees the whole prompt.
@@ -15,16 +23,21 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from indexes.ground import ParamError
 from readers.base import Tokenizer, TruncationPolicy
-from readers.tokenizers import WhitespaceTokenizer
 
 POLICIES: tuple[str, ...] = ("middle", "left", "right", "none")
 
 
 def check_policy(policy: str) -> TruncationPolicy:
     if policy not in POLICIES:
-        raise ValueError(f"unknown truncation policy {policy!r}; expected one of {', '.join(POLICIES)}")
+        raise ParamError(f"unknown truncation policy {policy!r}; expected one of {', '.join(POLICIES)}")
     return policy  # type: ignore[return-value]
+
+
+def middle_half(max_tokens: int) -> int:
+    """Tokens kept at each end by LongBench's middle truncation: ``int(max_tokens / 2)``."""
+    return max_tokens // 2
 
 
 def truncate_ids(ids: Sequence[int], max_tokens: int, policy: TruncationPolicy) -> list[int]:
@@ -36,8 +49,8 @@ def truncate_ids(ids: Sequence[int], max_tokens: int, policy: TruncationPolicy) 
     if max_tokens <= 0:
         return []
     if policy == "middle":
-        half = int(max_tokens / 2)
-        return ids[:half] + ids[len(ids) - half :]
+        half = middle_half(max_tokens)
+        return ids[:half] + ids[len(ids) - half :] if half else []
     if policy == "left":
         return ids[len(ids) - max_tokens :]
     return ids[:max_tokens]
@@ -46,21 +59,22 @@ def truncate_ids(ids: Sequence[int], max_tokens: int, policy: TruncationPolicy) 
 def truncate_text(text: str, tokenizer: Tokenizer, max_tokens: int, policy: TruncationPolicy) -> tuple[str, bool]:
     """Truncate ``text`` to ``max_tokens`` tokens of ``tokenizer``; return (text, whether it was cut).
 
-    Text that fits is returned verbatim (no encode/decode round trip).
+    Text that fits is returned verbatim (no encode/decode round trip); a
+    middle cut decodes the two halves separately, as LongBench does.
     """
     check_policy(policy)
+    if max_tokens < 0:
+        raise ParamError(f"max_tokens must be >= 0, got {max_tokens}")
     if policy == "none":
         return text, False
     ids = tokenizer.encode(text)
     if len(ids) <= max_tokens:
         return text, False
     if policy == "middle":
-        # LongBench decodes the two halves separately and concatenates the strings.
-        half = int(max_tokens / 2)
-        head = tokenizer.decode(ids[:half]) if half else ""
-        tail = tokenizer.decode(ids[len(ids) - half :]) if half else ""
-        sep = " " if isinstance(tokenizer, WhitespaceTokenizer) and head and tail else ""  # words carry no spaces
-        return head + sep + tail, True
+        half = middle_half(max_tokens)
+        if not half:
+            return "", True
+        return tokenizer.decode(ids[:half]) + tokenizer.decode(ids[len(ids) - half :]), True
     return tokenizer.decode(truncate_ids(ids, max_tokens, policy)), True
 
 
@@ -68,7 +82,7 @@ def prompt_budget(max_context: int, max_new_tokens: int) -> int:
     """Tokens left for the prompt once room for the answer is reserved."""
     budget = max_context - max_new_tokens
     if budget <= 0:
-        raise ValueError(f"max_new_tokens={max_new_tokens} leaves no room for a prompt in max_context={max_context}")
+        raise ParamError(f"max_new_tokens={max_new_tokens} leaves no room for a prompt in max_context={max_context}")
     return budget
 
 

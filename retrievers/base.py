@@ -27,6 +27,11 @@ class Retriever(ABC):
         """Names the model and settings that change scores (cache keys, reports)."""
         return type(self).__name__
 
+    @property
+    def label(self) -> str:
+        """A short name for report rows; plugins default to their identity."""
+        return self.identity
+
     @abstractmethod
     def index(self, chunks: Sequence[Chunk]) -> "Retriever":
         """Replace the indexed corpus with ``chunks``; returns self."""

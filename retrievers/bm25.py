@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from indexes.ground import ParamError
+
 from indexes.types import Chunk
 from retrievers.base import Hit, Retriever
 
@@ -85,11 +87,11 @@ class BM25Retriever(Retriever):
         longbench_compat: bool = False,
     ) -> None:
         if backend not in ("auto", "rank_bm25", "bm25s"):
-            raise ValueError(f"backend must be 'auto', 'rank_bm25' or 'bm25s', got {backend!r}")
+            raise ParamError(f"bm25: backend must be 'auto', 'rank_bm25' or 'bm25s', got {backend!r}")
         if lang not in ("auto", "en", "zh"):
-            raise ValueError(f"lang must be 'auto', 'en' or 'zh', got {lang!r}")
+            raise ParamError(f"bm25: lang must be 'auto', 'en' or 'zh', got {lang!r}")
         if longbench_compat and backend == "bm25s":
-            raise ValueError("longbench_compat reproduces rank_bm25 on raw strings; it cannot use bm25s")
+            raise ParamError("bm25: longbench_compat reproduces rank_bm25 on raw strings; it cannot use bm25s")
         self.k1, self.b = k1, b
         self.backend, self.lang, self.longbench_compat = backend, lang, longbench_compat
         self._chunks: list[Chunk] = []
@@ -102,6 +104,10 @@ class BM25Retriever(Retriever):
     def identity(self) -> str:
         mode = "chars-longbench" if self.longbench_compat else self._lang_used
         return f"bm25(k1={self.k1},b={self.b},tokens={mode},engine={self._engine_name or self.backend})"
+
+    @property
+    def label(self) -> str:
+        return "bm25-chars" if self.longbench_compat else "bm25"
 
     def _tokens(self, text: str) -> Any:
         return text if self.longbench_compat else tokenize(text, self._lang_used)

@@ -95,6 +95,11 @@ class DenseRetriever(Retriever):
     def identity(self) -> str:
         return f"dense({self.encoder.model_id},index={self.index_kind})"
 
+    @property
+    def label(self) -> str:
+        name = self.encoder.model_id.removeprefix("openai:").split("@")[0]
+        return name.rstrip("/").rsplit("/", 1)[-1].split(":")[0]
+
     def _embed(self, texts: Sequence[str], role: str) -> np.ndarray:
         """Embeddings for ``texts``; cached ones are read, only the rest reach the encoder."""
         encode = self.encoder.encode_documents if role == "doc" else self.encoder.encode_queries

@@ -2,15 +2,18 @@
 
 The API key is read from the environment when the client is built and is
 never stored on this object, logged or put in an error message.  Requests are
-batched and retried with exponential backoff and jitter on 429, 5xx, timeouts,
-dropped connections and malformed replies (honouring ``Retry-After``); a batch
-that still fails raises :class:`EmbeddingRequestError` instead of returning
-anything partial.  Embeddings are cached by the dense retriever's cache.
+batched and retried through the project's one ``indexes.ground.RetryPolicy``
+on 429, 408/409, 5xx, timeouts, dropped connections and malformed replies
+(``Retry-After`` obeyed, in seconds or as a date, up to ``retry_after_max_s``);
+a batch that still fails raises :class:`EmbeddingRequestError` (a
+``TransientError``: the runner records the example as failed) instead of
+returning anything partial.  A request the server refuses for good (a bad key,
+a bad model name) raises ``UserError``; anything else is a bug and propagates.
+Embeddings are cached by the dense retriever's cache.
 """
 from __future__ import annotations
 
 import os
-import random
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -18,38 +21,29 @@ from typing import Any
 import numpy as np
 
 from indexes.cache import EmbeddingCache
+from indexes.ground import RetryPolicy, Transient, TransientError, UserError, parse_retry_after
 from retrievers.dense import DenseRetriever, encode_sorted
 
 OPENAI_EMBEDDING_MODELS = ("text-embedding-ada-002", "text-embedding-3-small", "text-embedding-3-large")
 
 
-class EmbeddingRequestError(RuntimeError):
-    """An embeddings request failed after every retry (or failed in a way retrying cannot fix)."""
+class EmbeddingRequestError(TransientError):
+    """An embeddings request still failed after every retry."""
 
 
-def _retry_after_seconds(err: Exception) -> float | None:
-    """The server's requested wait from ``retry-after-ms`` / ``Retry-After`` headers, if any."""
-    response = getattr(err, "response", None)
-    headers = getattr(response, "headers", None) or {}
-    for name, scale in (("retry-after-ms", 1e-3), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is not None:
-            try:
-                return max(0.0, float(value) * scale)
-            except ValueError:
-                continue
-    return None
-
-
-def _is_retryable(err: Exception) -> bool:
+def _as_transient(err: Exception) -> Transient | None:
+    """The retryable form of an ``openai`` client error, or ``None`` when retrying cannot help."""
     import openai
 
-    if isinstance(err, (openai.APITimeoutError, openai.APIConnectionError, openai.RateLimitError)):
-        return True
-    if isinstance(err, openai.APIStatusError):
-        return err.status_code == 408 or err.status_code == 409 or err.status_code >= 500
-    # A 200 with a torn body or the wrong number of vectors: a transient server fault.
-    return isinstance(err, (openai.APIResponseValidationError, ValueError, KeyError, TypeError))
+    if isinstance(err, openai.RateLimitError):
+        return Transient(f"HTTP 429: {err}", parse_retry_after(getattr(err.response, "headers", None)))
+    if isinstance(err, (openai.APITimeoutError, openai.APIConnectionError)):
+        return Transient(f"{type(err).__name__}: {err}")
+    if isinstance(err, openai.APIStatusError) and (err.status_code in (408, 409) or err.status_code >= 500):
+        return Transient(f"HTTP {err.status_code}: {err}")
+    if isinstance(err, openai.APIResponseValidationError):  # a 200 with a torn body
+        return Transient(f"malformed response: {err}")
+    return None
 
 
 class OpenAIEmbeddingEncoder:
@@ -62,10 +56,8 @@ class OpenAIEmbeddingEncoder:
         base_url: str | None = None,
         api_key_env: str = "OPENAI_API_KEY",
         batch_size: int = 256,
-        max_retries: int = 6,
+        retry: RetryPolicy | dict | None = None,
         timeout_s: float = 60.0,
-        backoff_base_s: float = 0.5,
-        backoff_max_s: float = 30.0,
         dimensions: int | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
@@ -73,8 +65,8 @@ class OpenAIEmbeddingEncoder:
         self.base_url = base_url
         self.model_id = f"openai:{model}" + (f"@{base_url}" if base_url else "") + (f":d{dimensions}" if dimensions else "")
         self.api_key_env = api_key_env
-        self.batch_size, self.max_retries, self.timeout_s = batch_size, max_retries, timeout_s
-        self.backoff_base_s, self.backoff_max_s = backoff_base_s, backoff_max_s
+        self.batch_size, self.timeout_s = batch_size, timeout_s
+        self.retry = RetryPolicy.of(retry)
         self.dimensions = dimensions
         self._sleep = sleep
         self._client: Any = None
@@ -88,39 +80,38 @@ class OpenAIEmbeddingEncoder:
             key = os.environ.get(self.api_key_env)
             if not key:
                 if self.base_url is None:
-                    raise ValueError(f"set the environment variable {self.api_key_env} to use OpenAI embeddings")
+                    raise UserError(f"set the environment variable {self.api_key_env} to use OpenAI embeddings")
                 key = "EMPTY"  # local OpenAI-compatible servers (vLLM, ...) usually take any key
             self._client = openai.OpenAI(api_key=key, base_url=self.base_url, max_retries=0, timeout=self.timeout_s)
         return self._client
 
-    def _backoff(self, attempt: int, err: Exception) -> float:
-        """Full-jitter exponential backoff, never shorter than the server's Retry-After."""
-        delay = random.uniform(0, min(self.backoff_max_s, self.backoff_base_s * 2**attempt))
-        hinted = _retry_after_seconds(err)
-        return max(delay, min(hinted, self.backoff_max_s)) if hinted is not None else delay
+    def _attempt(self, texts: list[str]) -> np.ndarray:
+        """One request; retryable faults become ``Transient``, a refusal ``UserError``."""
+        import openai
+
+        extra = {"dimensions": self.dimensions} if self.dimensions else {}
+        self.requests += 1
+        try:
+            reply = self._get_client().embeddings.create(model=self.model, input=texts, **extra)
+        except openai.OpenAIError as err:
+            transient = _as_transient(err)
+            if transient is None:
+                raise UserError(f"embeddings request to {self.model} was refused: {err}") from None
+            raise transient from None
+        rows = sorted(reply.data, key=lambda d: d.index)
+        if len(rows) != len(texts):
+            raise Transient(f"server returned {len(rows)} embeddings for {len(texts)} inputs")
+        return np.asarray([r.embedding for r in rows], dtype=np.float32)
 
     def _request(self, texts: list[str]) -> np.ndarray:
-        client = self._get_client()
-        extra = {"dimensions": self.dimensions} if self.dimensions else {}
-        for attempt in range(self.max_retries + 1):
-            self.requests += 1
-            try:
-                reply = client.embeddings.create(model=self.model, input=texts, **extra)
-                rows = sorted(reply.data, key=lambda d: d.index)
-                if len(rows) != len(texts):
-                    raise ValueError(f"server returned {len(rows)} embeddings for {len(texts)} inputs")
-                return np.asarray([r.embedding for r in rows], dtype=np.float32)
-            except Exception as err:
-                if not _is_retryable(err):
-                    raise EmbeddingRequestError(f"embeddings request to {self.model} failed: {err}") from err
-                if attempt == self.max_retries:
-                    raise EmbeddingRequestError(
-                        f"embeddings request to {self.model} failed after {attempt + 1} attempts: "
-                        f"{type(err).__name__}: {err}"
-                    ) from err
-                self.retries += 1
-                self._sleep(self._backoff(attempt, err))
-        raise AssertionError("unreachable")
+        def on_retry(attempt: int, reason: str, wait: float) -> None:
+            self.retries += 1
+
+        try:
+            vectors, _ = self.retry.call(lambda: self._attempt(texts), sleep=self._sleep, on_retry=on_retry)
+        except TransientError as err:
+            raise EmbeddingRequestError(f"embeddings request to {self.model} failed: {err}") from None
+        return vectors
 
     def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
         # The API rejects empty strings; a single space embeds "nothing" the same way.
@@ -140,7 +131,7 @@ class OpenAIEmbeddingRetriever(DenseRetriever):
         base_url: str | None = None,
         api_key_env: str = "OPENAI_API_KEY",
         batch_size: int = 256,
-        max_retries: int = 6,
+        retry: RetryPolicy | dict | None = None,
         timeout_s: float = 60.0,
         dimensions: int | None = None,
         index_kind: str = "flat",
@@ -149,6 +140,6 @@ class OpenAIEmbeddingRetriever(DenseRetriever):
     ) -> None:
         encoder = OpenAIEmbeddingEncoder(
             model, base_url=base_url, api_key_env=api_key_env, batch_size=batch_size,
-            max_retries=max_retries, timeout_s=timeout_s, dimensions=dimensions,
+            retry=retry, timeout_s=timeout_s, dimensions=dimensions,
         )
         super().__init__(encoder, index_kind=index_kind, cache=cache, use_cache=use_cache)

