@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from experiments.types import Example
+from experiments.data.records import Example
 
 GOLD = "The vault combination chosen by Margaret Ellison in the final audit was 7391."
 QUERY = "What vault combination did Margaret Ellison choose in the final audit?"

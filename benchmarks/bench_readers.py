@@ -18,7 +18,7 @@ import time
 
 from readers.base import GenerationRequest
 from readers.cache import CachedReader
-from readers.fake_server import FakeOpenAIServer
+from tests.support.fake_openai import FakeOpenAIServer
 from readers.openai_compat import OpenAICompatReader
 
 

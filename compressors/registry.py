@@ -21,6 +21,7 @@ COMPRESSORS.add("full", "compressors.full:FullContext")
 COMPRESSORS.add("truncate", "compressors.truncate:TruncateCompressor")
 COMPRESSORS.add("retrieval", "compressors.retrieval:RetrievalCompressor")
 COMPRESSORS.add("summarize", "compressors.summarize:SummarizeCompressor")
+COMPRESSORS.add("top_k", "compressors.top_k:TopKPassages")
 
 INJECTED = ("tokenizer", "reader")
 

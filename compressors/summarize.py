@@ -21,7 +21,7 @@ from typing import Sequence
 from compressors.base import CompressedContext, Compressible, CompressionError, Compressor
 from compressors.retrieval import split_context
 from indexes.chunking import CHUNKERS, make_chunker
-from indexes.ground import ComponentSpec, Nested, ParamError, SpecLike, word_pieces
+from indexes.ground import ComponentSpec, Nested, ParamError, SpecLike, count_words, word_pieces
 from indexes.types import Chunk
 from readers.base import Generation, GenerationRequest, Reader, Tokenizer
 from readers.registry import READERS, make_reader
@@ -226,7 +226,7 @@ def _echoes_instruction(summary: str, prompt: str, chunk: str) -> bool:
     summary_n, chunk_n = norm(summary), norm(chunk)
     for sentence in _SENTENCES.split(instruction):
         sentence_n = norm(sentence)
-        if len(sentence_n.split()) >= 4 and sentence_n in summary_n and sentence_n not in chunk_n:
+        if count_words(sentence_n) >= 4 and sentence_n in summary_n and sentence_n not in chunk_n:
             return True
     return False
 

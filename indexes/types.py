@@ -14,6 +14,7 @@ class Passage:
     doc_id: str = ""
     is_gold: bool = False
     has_answer: bool = False
+    score: float | None = None  # the retrieval score when the passage came from a ranking
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pytest
 
+from compressors.base import CompressionError
 from compressors.retrieval import RetrievalCompressor
 from indexes.types import Passage
 
@@ -35,8 +36,8 @@ def test_gold_sentence_is_kept_first(make_item):
     assert out.kept_chunks == ("gold#6",)
     assert "forty seven" in out.text
     assert out.tokens_in == 64 and out.tokens_out == 8
-    assert out.trace["retrieved"][0] == "gold#6"
-    assert len(out.trace["retrieved"]) == 8  # the whole ranking is traced, not only the kept part
+    assert [unit for unit, _ in out.trace["ranking"]][0] == "gold#6"
+    assert len([unit for unit, _ in out.trace["ranking"]]) == 8  # the whole ranking is traced, not only the kept part
     assert out.trace["chunker"] == "longbench:8"
     assert out.trace["retriever"].startswith("bm25(")
 
@@ -51,7 +52,7 @@ def test_score_order_then_document_order(make_item):
     by_doc = _retrieval(top_n=3, order="document").compress(make_item(CONTEXT, QUERY, id="e"))
     assert by_doc.kept_chunks == ("e#2", "e#4", "e#6")
     assert by_doc.text == "\n\n".join([SENTENCES[2], SENTENCES[4], SENTENCES[6]])
-    assert by_doc.trace["retrieved"][:3] == ["e#6", "e#4", "e#2"]  # ranking unchanged
+    assert [unit for unit, _ in by_doc.trace["ranking"]][:3] == ["e#6", "e#4", "e#2"]  # ranking unchanged
 
 
 def test_fewer_chunks_than_top_n_keeps_all(make_item):
@@ -92,7 +93,7 @@ def test_passage_units_keep_titles(make_item):
 
 
 def test_passage_unit_without_passages_is_an_error(make_item):
-    with pytest.raises(ValueError, match="no-passages"):
+    with pytest.raises(CompressionError, match="no-passages"):
         _retrieval(unit="passage").compress(make_item(CONTEXT, QUERY, id="no-passages"))
 
 
@@ -100,7 +101,7 @@ def test_longbench_compat_joins_in_score_order_without_separator(make_item):
     comp = _retrieval(top_n=2, longbench_compat=True)
     assert "chars-longbench" in comp.retriever.identity
     out = comp.compress(make_item(CONTEXT, QUERY))
-    ranked = out.trace["retrieved"]
+    ranked = [unit for unit, _ in out.trace["ranking"]]
     # LongBench chunks keep the delimiter's trailing space (every sentence but the last has one).
     by_id = {f"ex-1#{i}": s + (" " if i < 7 else "") for i, s in enumerate(SENTENCES)}
     assert out.text == by_id[ranked[0]] + by_id[ranked[1]]
@@ -117,7 +118,7 @@ def test_retriever_is_built_once_and_reindexed_per_example(make_item):
     assert comp.retriever is retriever
     assert first.kept_chunks == ("one#6",)
     assert second.kept_chunks == ("two#1",)
-    assert all(cid.startswith("two#") for cid in second.trace["retrieved"])
+    assert all(cid.startswith("two#") for cid in [unit for unit, _ in second.trace["ranking"]])
 
 
 def test_retriever_section_with_params(make_item):
@@ -129,7 +130,7 @@ def test_retriever_section_with_params(make_item):
 
 @pytest.mark.parametrize("context, query", [("   \n ", QUERY), (CONTEXT, "  ")])
 def test_empty_context_or_query_names_the_example(make_item, context, query):
-    with pytest.raises(ValueError, match="bad-7"):
+    with pytest.raises(CompressionError, match="bad-7"):
         _retrieval().compress(make_item(context, query, id="bad-7"))
 
 

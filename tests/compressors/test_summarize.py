@@ -6,6 +6,7 @@ from typing import Sequence
 import pytest
 
 from compressors.summarize import CompressionError, SummarizeCompressor
+from indexes.ground import ParamError
 from readers.base import Generation, GenerationRequest, Reader
 from readers.cache import CachedReader
 from readers.extractive import ExtractiveReader
@@ -84,16 +85,20 @@ def test_summarizer_failure_raises_naming_example_and_chunk(make_item):
 
 
 def test_default_prompt_asks_for_the_word_limit_and_the_question(make_item):
+    # the lead sentence of these prompts is their instruction, which the compressor refuses as a summary
     reader = LeadSentenceReader()
-    SummarizeCompressor(reader=reader, chunk_size=10, max_summary_words=50).compress(make_item(CONTEXT, "Who closes?"))
+    with pytest.raises(CompressionError, match="own instruction"):
+        SummarizeCompressor(reader=reader, chunk_size=10, max_summary_words=50).compress(make_item(CONTEXT, "Who closes?"))
     prompt = reader.batches[0][0].prompt
     assert "at most 50 words" in prompt and PARAGRAPHS[0] in prompt and "Who closes?" not in prompt
     assert reader.batches[0][0].max_new_tokens == 300
 
-    SummarizeCompressor(reader=reader, chunk_size=10, query_focused=True).compress(make_item(CONTEXT, "Who closes?"))
+    with pytest.raises(CompressionError, match="own instruction"):
+        SummarizeCompressor(reader=reader, chunk_size=10, query_focused=True).compress(make_item(CONTEXT, "Who closes?"))
     assert "Question: Who closes?" in reader.batches[1][0].prompt
 
-    SummarizeCompressor(reader=reader, chunk_size=10).compress(make_item("我爱北京。天安门很大。", lang="zh"))
+    with pytest.raises(CompressionError):
+        SummarizeCompressor(reader=reader, chunk_size=10).compress(make_item("我爱北京。天安门很大。", lang="zh"))
     assert "总结" in reader.batches[2][0].prompt
 
 
@@ -104,18 +109,21 @@ def test_token_budget_scales_summary_length_and_truncates(make_item):
     # 9 tokens over 3 chunks -> 3 words each; new tokens ceil(300 * 3 / 200) = 5, floored at 16.
     assert [r.prompt.split(":")[0] for r in reader.batches[0]] == ["In 3 words"] * 3
     assert [r.max_new_tokens for r in reader.batches[0]] == [16, 16, 16]
-    # Summaries are "In 3 words: <lead>" (8-9 words each): far over 9 -> middle-truncated to 9 words.
-    assert out.tokens_out == 9
+    # Summaries are "In 3 words: <lead>" (7 words each): far over 9 -> middle-truncated by LongBench's rule,
+    # int(9 / 2) = 4 words from each end.
+    assert out.tokens_out == 8
     assert out.trace["truncated"] is True
     assert out.text.startswith("In 3 words: Alpha")
     assert out.text.endswith("text.")
 
 
 def test_extractive_reader_as_query_focused_summarizer(make_item):
-    out = SummarizeCompressor(reader=ExtractiveReader(), chunk_size=10, query_focused=True).compress(
-        make_item(CONTEXT, query="Which report does Alpha open?")
-    )
+    comp = SummarizeCompressor(reader=ExtractiveReader(), chunk_size=10, query_focused=True)
+    out = comp.compress(make_item(PARAGRAPHS[0], query="Which report does Alpha open?"))
     assert out.trace["summaries"][0]["summary"] == "Alpha opens the report."
+    # a chunk that shares no word with the question leaves the baseline only the prompt's instruction to quote
+    with pytest.raises(CompressionError, match="own instruction.*#1"):
+        comp.compress(make_item(CONTEXT, query="Which report does Alpha open?"))
 
 
 def test_summarizer_section_builds_a_cached_reader(make_item):
@@ -135,10 +143,42 @@ def test_summarizer_section_builds_a_cached_reader(make_item):
     ],
 )
 def test_bad_settings_are_refused(params, message):
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(ParamError, match=message):
         SummarizeCompressor(**params)
 
 
 def test_empty_context_names_the_example(make_item):
-    with pytest.raises(ValueError, match="blank-3"):
+    with pytest.raises(CompressionError, match="blank-3"):
         _summarize(LeadSentenceReader()).compress(make_item("  \n", id="blank-3"))
+
+
+class EchoReader(Reader):
+    """A summarizer that cannot summarize: it answers with a fixed text per prompt (its instruction, a loop)."""
+
+    def __init__(self, answer) -> None:
+        self.answer = answer
+
+    @property
+    def identity(self) -> str:
+        return "echo"
+
+    def generate(self, requests):
+        return [Generation(text=self.answer(r.prompt)) for r in requests]
+
+
+@pytest.mark.parametrize("answer, reason", [
+    (lambda p: p.split("\n")[0], "own instruction"),  # the extractive baseline's failure mode on summary prompts
+    (lambda p: "report " * 40, "degenerate"),
+    (lambda p: "   ", "empty"),
+])
+def test_a_summarizer_that_cannot_summarize_fails_the_example(make_item, answer, reason):
+    comp = SummarizeCompressor(reader=EchoReader(answer), chunk_size=10)
+    with pytest.raises(CompressionError, match=reason):
+        comp.compress(make_item(CONTEXT, id="doc-4"))
+
+
+def test_extractive_reader_on_generic_summary_prompts_is_refused(make_item):
+    """Found running L-Eval summaries with --reader extractive: every 'summary' was the instruction."""
+    comp = SummarizeCompressor(reader=ExtractiveReader(), chunk_size=10)
+    with pytest.raises(CompressionError, match="own instruction"):
+        comp.compress(make_item(CONTEXT, id="doc-5"))

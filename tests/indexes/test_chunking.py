@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from indexes.chunking import count_words, make_chunker, passages_to_chunks
-from indexes.registry import UnknownComponentError
+from indexes.ground import UnknownComponentError
 from indexes.types import Passage
 
 TEXT = (

@@ -6,11 +6,12 @@ import pytest
 from readers.base import GenerationRequest, Reader
 from readers.cache import CachedReader, generation_key
 from readers.extractive import ExtractiveReader, extract_answer, split_prompt
-from readers.fake_server import FakeOpenAIServer
+from tests.support.fake_openai import FakeOpenAIServer
 from readers.openai_compat import OpenAICompatReader
-from readers.registry import UnknownReaderError, get_reader_class, make_reader
+from indexes.ground import UnknownComponentError
+from readers.registry import READERS, make_reader
 
-FAST = dict(backoff_base_s=0.005, backoff_max_s=0.02, timeout_s=0.5)
+FAST = dict(retry={"backoff_base_s": 0.005, "backoff_max_s": 0.02}, timeout_s=0.5)
 
 
 def requests(n):
@@ -35,7 +36,8 @@ def test_second_run_is_all_hits_and_sends_nothing(tmp_path):
 
 def test_failures_are_not_cached_and_keys_separate_settings(tmp_path):
     with FakeOpenAIServer(fault_rate=1.0, faults=["500"]) as server:
-        reader = CachedReader(OpenAICompatReader("fake-model", base_url=server.base_url, max_retries=0, **FAST),
+        reader = CachedReader(OpenAICompatReader("fake-model", base_url=server.base_url, timeout_s=0.5,
+                                                 retry={"max_retries": 0}),
                               tmp_path)
         assert not reader.generate(requests(2))[0].ok
         assert not reader.generate(requests(2))[0].ok
@@ -57,17 +59,18 @@ def test_cache_mixes_hits_and_misses_in_input_order(tmp_path):
 
 
 def test_registry_names_paths_and_typos():
-    assert get_reader_class("extractive") is ExtractiveReader
-    assert get_reader_class("readers.extractive:ExtractiveReader") is ExtractiveReader
+    assert READERS.get("extractive") is ExtractiveReader
+    assert READERS.get("readers.extractive:ExtractiveReader") is ExtractiveReader
     assert isinstance(make_reader("extractive", question_markers=["Q:"]), ExtractiveReader)
+    assert isinstance(make_reader({"name": "extractive", "params": {"question_markers": ["Q:"]}}), ExtractiveReader)
     for name in ("hf", "smollm2", "openai"):
-        assert issubclass(get_reader_class(name), Reader)
-    with pytest.raises(UnknownReaderError, match="Did you mean 'openai'"):
-        get_reader_class("opnai")
-    with pytest.raises(KeyError):
-        get_reader_class("nothing-like-it")
-    with pytest.raises(TypeError, match="not a subclass"):
-        get_reader_class("readers.cache:generation_key")
+        assert issubclass(READERS.get(name), Reader)
+    with pytest.raises(UnknownComponentError, match="Did you mean 'openai'"):
+        READERS.get("opnai")
+    with pytest.raises(KeyError):  # also a KeyError, for callers that look names up
+        READERS.get("nothing-like-it")
+    with pytest.raises(UnknownComponentError, match="not a Reader"):
+        READERS.get("readers.cache:generation_key")
 
 
 def test_extractive_finds_the_question_and_the_best_sentence():
@@ -86,6 +89,6 @@ def test_extractive_finds_the_question_and_the_best_sentence():
 
 def test_extractive_question_rules():
     assert split_prompt("ctx line\nKey:\n1234-abcd\nAnswer:", ("Key:",))[0] == "1234-abcd"
-    assert split_prompt("a\nb\nwhat is c\nAnswer:", ("Question:",)) == ("what is c", ["a", "b", "Answer:"])
+    assert split_prompt("a\nb\nwhat is c\nAnswer:", ("Question:",)) == ("what is c", "a\nb\nAnswer:")
     kv = 'Key "aa11" value "bb22".\nKey "cc33" value "dd44".\nKey: "cc33"'
     assert extract_answer(kv, 10, ("Key:",)).answer == 'Key "cc33" value "dd44".'

@@ -8,12 +8,16 @@ import time
 import pytest
 
 from readers.base import GenerationRequest
-from readers.fake_server import FakeOpenAIServer
-from readers.openai_compat import OpenAICompatReader, parse_retry_after, redact
+from tests.support.fake_openai import FakeOpenAIServer
+from indexes.ground import parse_retry_after
+from readers.openai_compat import OpenAICompatReader, redact
 
 KEY = "sk-test-Zq9v8Xw7Yt6Rs5Pq4Lm3"
 KEY_ENV = "CTXCOMP_TEST_OPENAI_KEY"
-FAST = dict(backoff_base_s=0.005, backoff_max_s=0.05, timeout_s=0.5, api_key_env=KEY_ENV)
+def fast(max_retries: int = 6, **extra) -> dict:
+    """Short timeouts and backoffs, so fault tests take milliseconds."""
+    retry = {"max_retries": max_retries, "backoff_base_s": 0.005, "backoff_max_s": 0.05}
+    return {"timeout_s": 0.5, "api_key_env": KEY_ENV, "retry": retry, **extra}
 
 
 @pytest.fixture(autouse=True)
@@ -38,7 +42,7 @@ def texts(gens):
 def test_answers_in_input_order_and_usage():
     reqs = prompts(12)
     with FakeOpenAIServer() as server:
-        reader = OpenAICompatReader("fake-model", base_url=server.base_url, concurrency=4, **FAST)
+        reader = OpenAICompatReader("fake-model", base_url=server.base_url, concurrency=4, **fast())
         gens = reader.generate(reqs)
     assert texts(gens) == [f"The code word for item {i + 2} is w{(i + 2) * 7 + i}." for i in range(12)]
     assert all(g.ok and g.retries == 0 for g in gens)
@@ -49,9 +53,9 @@ def test_answers_in_input_order_and_usage():
 def test_thirty_percent_faults_of_every_kind_change_nothing():
     reqs = prompts(60)
     with FakeOpenAIServer() as clean:
-        expected = OpenAICompatReader("fake-model", base_url=clean.base_url, **FAST).generate(reqs)
+        expected = OpenAICompatReader("fake-model", base_url=clean.base_url, **fast()).generate(reqs)
     with FakeOpenAIServer(fault_rate=0.3, seed=7, hang_s=3.0, retry_after_s=0.01) as faulty:
-        reader = OpenAICompatReader("fake-model", base_url=faulty.base_url, concurrency=8, max_retries=8, **FAST)
+        reader = OpenAICompatReader("fake-model", base_url=faulty.base_url, concurrency=8, **fast(8))
         got = reader.generate(reqs)
         injected = faulty.stats["faults_injected"]
     assert all(g.ok for g in got), [g.error for g in got if not g.ok]
@@ -64,7 +68,7 @@ def test_persistent_faults_give_errors_never_empty_successes():
     reqs = prompts(6)
     faults = ["429", "500", "502", "503", "drop", "malformed_json", "empty_choices"]
     with FakeOpenAIServer(fault_rate=1.0, faults=faults) as server:
-        reader = OpenAICompatReader("fake-model", base_url=server.base_url, max_retries=2, **FAST)
+        reader = OpenAICompatReader("fake-model", base_url=server.base_url, **fast(2))
         gens = reader.generate(reqs)
         assert server.stats["requests"] == 6 * 3
     for g in gens:
@@ -75,7 +79,7 @@ def test_persistent_faults_give_errors_never_empty_successes():
 def test_retry_after_is_honoured():
     waits = []
     with FakeOpenAIServer(fault_rate=1.0, faults=["429_retry_after"], retry_after_s=0.2) as server:
-        reader = OpenAICompatReader("fake-model", base_url=server.base_url, max_retries=2, **FAST)
+        reader = OpenAICompatReader("fake-model", base_url=server.base_url, **fast(2))
         reader._sleep = lambda s: (waits.append(s), time.sleep(s))
         [gen] = reader.generate(prompts(1))
         arrivals = [t for t, _ in server.arrivals]
@@ -92,7 +96,7 @@ def test_order_is_kept_when_later_requests_finish_first():
 
     reqs = [GenerationRequest(prompt=f"Question: number {i}") for i in range(8)]
     with FakeOpenAIServer(responder=slow_first) as server:
-        gens = OpenAICompatReader("fake-model", base_url=server.base_url, concurrency=8, **FAST).generate(reqs)
+        gens = OpenAICompatReader("fake-model", base_url=server.base_url, concurrency=8, **fast()).generate(reqs)
     assert texts(gens) == [f"answer {i}" for i in range(8)]
 
 
@@ -100,7 +104,7 @@ def test_completions_endpoint_stop_strings_and_cost():
     req = GenerationRequest(prompt="x\nQuestion: y", max_new_tokens=5, stop=("STOP",))
     with FakeOpenAIServer(responder=lambda p, b: "one two STOP three") as server:
         reader = OpenAICompatReader("fake-model", base_url=server.base_url, endpoint="completions",
-                                    price_in_per_1k=1.0, price_out_per_1k=2.0, **FAST)
+                                    price_in_per_1k=1.0, price_out_per_1k=2.0, **fast())
         [gen] = reader.generate([req])
     assert gen.text == "one two "  # the server cut at the stop string it was sent
     assert gen.cost_usd == pytest.approx(3 / 1000 * 1.0 + 2 / 1000 * 2.0)
@@ -111,11 +115,11 @@ def test_prompt_is_truncated_to_max_context_before_sending():
     words = " ".join(f"w{i}" for i in range(100))
     with FakeOpenAIServer(responder=lambda p, b: seen.append(p) or "ok") as server:
         # completions: the raw prompt gets 30 - 10 = 20 tokens, the first and last 10
-        raw = OpenAICompatReader("fake-model", base_url=server.base_url, max_context=30, endpoint="completions", **FAST)
+        raw = OpenAICompatReader("fake-model", base_url=server.base_url, max_context=30, endpoint="completions", **fast())
         [gen] = raw.generate([GenerationRequest(prompt=words, max_new_tokens=10)])
         assert gen.truncated and seen[0].split() == [f"w{i}" for i in range(10)] + [f"w{i}" for i in range(90, 100)]
         # chat: the message format's own tokens (chat_overhead_tokens=8) come off too: 30 - 10 - 8 = 12
-        chat = OpenAICompatReader("fake-model", base_url=server.base_url, max_context=30, **FAST)
+        chat = OpenAICompatReader("fake-model", base_url=server.base_url, max_context=30, **fast())
         [gen] = chat.generate([GenerationRequest(prompt=words, max_new_tokens=10)])
     assert gen.truncated and seen[1].split() == [f"w{i}" for i in range(6)] + [f"w{i}" for i in range(94, 100)]
 
@@ -127,7 +131,7 @@ def test_api_key_never_leaks(caplog, tmp_path):
     with FakeOpenAIServer(fault_rate=1.0, faults=["500", "drop", "429"],
                           responder=lambda p, b: "never") as server:
         reader = OpenAICompatReader("fake-model", base_url=server.base_url, api_key_file=key_file,
-                                    max_retries=3, **{k: v for k, v in FAST.items() if k != "api_key_env"})
+                                    **{k: v for k, v in fast(3).items() if k != "api_key_env"})
         gens = reader.generate(prompts(3))
     for text in [caplog.text, repr(reader), reader.identity, *(g.error for g in gens)]:
         assert KEY not in text and KEY[:12] not in text
@@ -138,7 +142,7 @@ def test_api_key_never_leaks(caplog, tmp_path):
 
 def test_a_client_error_is_not_retried():
     with FakeOpenAIServer() as server:
-        reader = OpenAICompatReader("fake-model", base_url=server.base_url + "/no-such-route", **FAST)
+        reader = OpenAICompatReader("fake-model", base_url=server.base_url + "/no-such-route", **fast())
         [gen] = reader.generate(prompts(1))
     assert gen.error.startswith("HTTP 404") and gen.retries == 0 and gen.text == ""
 
@@ -157,8 +161,8 @@ def test_redact_and_retry_after_parsing():
 
 
 def test_identity_names_what_changes_output():
-    a = OpenAICompatReader("m1", base_url="http://127.0.0.1:1/v1", max_context=100, **FAST)
-    b = OpenAICompatReader("m1", base_url="http://127.0.0.1:1/v1", max_context=200, **FAST)
-    c = OpenAICompatReader("m1", base_url="http://127.0.0.1:1/v1", max_context=100, truncation="left", **FAST)
+    a = OpenAICompatReader("m1", base_url="http://127.0.0.1:1/v1", max_context=100, **fast())
+    b = OpenAICompatReader("m1", base_url="http://127.0.0.1:1/v1", max_context=200, **fast())
+    c = OpenAICompatReader("m1", base_url="http://127.0.0.1:1/v1", max_context=100, truncation="left", **fast())
     assert len({a.identity, b.identity, c.identity}) == 3
     assert hashlib.sha256(a.identity.encode()).hexdigest()  # a plain string, hashable into cache keys

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from experiments.config import parse_config
-from experiments.loaders import DataError, load_examples
+from experiments.run.config import parse_config
+from experiments.data.loaders import DataError, load_examples
 from experiments.report import load_run
-from experiments.runner import Runner
+from experiments.run.runner import Runner
 from readers.base import GenerationRequest
-from readers.fake_server import FakeOpenAIServer
+from tests.support.fake_openai import FakeOpenAIServer
 from readers.openai_compat import OpenAICompatReader
 
 BAD = Path(__file__).resolve().parent / "bad_inputs"
@@ -171,7 +171,7 @@ def test_config_errors_are_one_line(tmp_path, cli, rel, config, key, problem):
 
 
 def test_config_with_wrong_type_in_library_raises_config_error():
-    from experiments.config import ConfigError
+    from experiments.run.config import ConfigError
 
     with pytest.raises(ConfigError, match=r"tasks\.0\.synthetic\.n"):
         parse_config({"tasks": [{"name": "nq_multidoc", "synthetic": {"kind": "multidoc_qa", "n": "ten"}}],

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from experiments.config import parse_config
+from experiments.run.config import parse_config
 from experiments.report import load_run, write_report
-from experiments.runner import Runner
-from readers.fake_server import FAULT_KINDS, FakeOpenAIServer
+from experiments.run.runner import Runner
+from tests.support.fake_openai import FAULT_KINDS, FakeOpenAIServer
 
 
 def _run(config: dict, run_dir: Path):

@@ -15,10 +15,10 @@ from typing import Callable
 import pytest
 import yaml
 
-from experiments.runner import prompt_hash
-from experiments.store import JsonlLog
+from experiments.run.runner import prompt_hash
+from experiments.data.store import JsonlLog
 from readers.extractive import ExtractiveReader
-from readers.fake_server import FakeOpenAIServer
+from tests.support.fake_openai import FakeOpenAIServer
 
 N_QA, N_KV = 48, 16
 TOTAL = N_QA + N_KV

@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from readers.fake_server import FakeOpenAIServer
+from tests.support.fake_openai import FakeOpenAIServer
 
 # Runs the CLI with the root logger at DEBUG (httpx, httpcore and our own loggers all emit).
 DEBUG_CLI = ("import logging, sys; logging.basicConfig(level=logging.DEBUG); "
-             "sys.argv = ['ctxcomp', *sys.argv[1:]]; from experiments.cli import app; app()")
+             "sys.argv = ['ctxcomp', *sys.argv[1:]]; from experiments.cli.app import app; app()")
 
 
 class EchoHeadersServer:

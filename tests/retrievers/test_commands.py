@@ -7,8 +7,8 @@ import json
 import typer
 from typer.testing import CliRunner
 
-from experiments.commands.chunk import chunk
-from experiments.commands.retrieve import retrieve
+from experiments.cli.chunk import chunk
+from experiments.cli.retrieve import retrieve
 
 app = typer.Typer()
 app.command("chunk")(chunk)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from indexes.chunking import passages_to_chunks
-from indexes.registry import UnknownComponentError
+from indexes.ground import UnknownComponentError
 from indexes.types import Passage
 from retrievers.bm25 import BM25Retriever
 from retrievers.registry import RETRIEVERS, make_retriever
@@ -39,7 +39,7 @@ def test_import_path_and_close_match_error():
         RETRIEVERS.get("contreiver")
     with pytest.raises(UnknownComponentError, match="cannot import"):
         RETRIEVERS.get("nosuchpkg.mod:Thing")
-    with pytest.raises(TypeError, match="not a subclass"):
+    with pytest.raises(UnknownComponentError, match="not a Retriever"):
         RETRIEVERS.get("indexes.vector:FaissIndex")
 
 

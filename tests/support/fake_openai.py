@@ -114,6 +114,7 @@ class FakeOpenAIServer:
         self.embedding_dim = embedding_dim
         self.fault_rate, self.faults, self.seed = fault_rate, tuple(faults), seed
         self.hang_s, self.retry_after_s, self.service_time_s = hang_s, retry_after_s, service_time_s
+        self.retry_after_value: str | None = None
         self.max_requests, self.max_seconds = max_requests, max_seconds
         self.models, self.require_auth = tuple(models), require_auth
         self._slots = threading.Semaphore(max_concurrency) if max_concurrency else None
@@ -326,6 +327,8 @@ class _Handler(BaseHTTPRequestHandler):
         elif fault == "429_retry_after":
             wait = srv.retry_after_s
             headers = {"Retry-After": str(max(1, math.ceil(wait))), "retry-after-ms": str(int(wait * 1000))}
+            if srv.retry_after_value is not None:  # a test-chosen header (an HTTP date, say), alone
+                headers = {"Retry-After": srv.retry_after_value}
             self._error(429, "rate limit reached (injected)", "rate_limit_error", headers)
         elif fault in ("500", "502", "503"):
             self._error(int(fault), f"server error {fault} (injected)", "server_error")

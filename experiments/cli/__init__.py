@@ -1,0 +1,1 @@
+"""The CLI: thin typer commands that parse, call a library function and print."""

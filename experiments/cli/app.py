@@ -1,0 +1,63 @@
+"""The ``ctxcomp`` command line: one typer app; each command parses, calls a library function and prints."""
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+from typing import Optional
+
+import typer
+
+from experiments.cli.build import build_kv, build_m4le, build_sweep
+from experiments.cli.chunk import chunk
+from experiments.cli.curve import curve
+from experiments.cli.listing import list_components
+from experiments.cli.quickstart import quickstart
+from experiments.cli.retrieve import retrieve
+from experiments.cli.run import compare, report, run, show
+from experiments.cli.score import score
+
+app = typer.Typer(
+    name="ctxcomp",
+    help="Retrieval- and summary-based context compression for long-context LLM evaluation.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        try:
+            typer.echo(f"ctxcomp {version('ctxcomp')}")
+        except PackageNotFoundError:
+            typer.echo("ctxcomp (not installed as a package)")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    show_version: Optional[bool] = typer.Option(None, "--version", callback=_version, is_eager=True,
+                                                help="Print the version and exit."),
+) -> None:
+    """Retrieval- and summary-based context compression for long-context LLM evaluation."""
+
+
+app.command("quickstart")(quickstart)
+app.command("run")(run)
+app.command("report")(report)
+app.command("compare")(compare)
+app.command("show")(show)
+app.command("score")(score)
+app.command("chunk")(chunk)
+app.command("retrieve")(retrieve)
+app.command("curve")(curve)
+app.command("list")(list_components)
+
+build_app = typer.Typer(help="Build data in the published formats (KV retrieval, LITM position sweeps, M4LE).", no_args_is_help=True)
+build_app.command("kv")(build_kv)
+build_app.command("sweep")(build_sweep)
+build_app.command("m4le")(build_m4le)
+app.add_typer(build_app, name="build")
+
+
+if __name__ == "__main__":
+    app()

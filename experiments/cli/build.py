@@ -1,0 +1,81 @@
+"""``ctxcomp build kv|m4le|sweep``: write data in the published formats, so the ordinary loaders read it back."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from experiments.cli.errors import parse_ints, user_errors
+from indexes.ground import UserError
+
+
+@user_errors
+def build_kv(
+    n: int = typer.Option(500, "--n", help="Number of examples (the paper uses 500)."),
+    num_keys: int = typer.Option(75, "--num-keys", help="Key-value pairs per example (paper: 75, 140, 300)."),
+    positions: Optional[str] = typer.Option(None, "--positions", help="Comma-separated 0-based key positions; every example once per position. Default: random positions."),
+    seed: int = typer.Option(0, "--seed", help="Random seed; the same seed gives the same UUIDs."),
+    out: Path = typer.Option(..., "--out", help="Output .jsonl or .jsonl.gz (Lost in the Middle kv_retrieval format)."),
+) -> None:
+    """Fresh key-value retrieval data with UUID pairs, like the paper's kv-retrieval-*_keys files."""
+    from experiments.data.store import write_jsonl
+    from experiments.protocols.kv import generate_kv_records, move_key
+
+    records = generate_kv_records(n, num_keys, seed=seed)
+    if positions is not None:
+        records = [move_key(r, p) for p in parse_ints(positions, "--positions") for r in records]
+    typer.echo(f"wrote {len(records)} records to {write_jsonl(records, out)}")
+
+
+@user_errors
+def build_m4le(
+    source: Path = typer.Option(..., "--source", help="Short-context QA file (e.g. nq-open-oracle.jsonl.gz)."),
+    target_words: str = typer.Option("1000,2000,4000,8000", "--target-words", help="Comma-separated length buckets in words."),
+    ability: str = typer.Option("semantic_single", "--ability", help="explicit_single, semantic_single, explicit_multi, semantic_multi or global; comma-separated for several."),
+    n: int = typer.Option(50, "--n", help="Instances per bucket and ability."),
+    seed: int = typer.Option(0, "--seed", help="Random seed."),
+    out: Path = typer.Option(..., "--out", help="Output .jsonl or .jsonl.gz (M4LE format)."),
+) -> None:
+    """M4LE-style long instances built from short ones, one record per line."""
+    from experiments.data.loaders import load_examples
+    from experiments.data.store import write_jsonl
+    from experiments.protocols.m4le import build_m4le as build
+
+    examples = load_examples(source)
+    records = [
+        record
+        for target in parse_ints(target_words, "--target-words")
+        for name in (a.strip() for a in ability.split(",") if a.strip())
+        for record in build(examples, target_words=target, ability=name, n_instances=n, seed=seed)
+    ]
+    typer.echo(f"wrote {len(records)} records to {write_jsonl(records, out)}")
+
+
+@user_errors
+def build_sweep(
+    litm: Path = typer.Option(..., "--litm", help="Lost in the Middle QA file; gold-only files get distractors from their own passages."),
+    num_docs: int = typer.Option(20, "--num-docs", help="Documents per example (paper: 10, 20, 30)."),
+    positions: str = typer.Option("0,4,9,14,19", "--positions", help="Comma-separated 0-based gold positions."),
+    retriever: str = typer.Option("bm25", "--retriever", help="Retriever that ranks distractors when the file has too few."),
+    distractors: str = typer.Option("retriever", "--distractors", help="'retriever' (top hits without the answer, as the paper) or 'random' (appendix B)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of random distractors."),
+    out: Path = typer.Option(..., "--out", help="Output folder; one nq-open-{k}_total_documents_gold_at_{p}.jsonl.gz per position."),
+) -> None:
+    """Gold-position sweep files in the paper's format and naming."""
+    from experiments.data.store import write_jsonl
+    from experiments.protocols.corpus import load_litm_corpus
+    from experiments.protocols.litm import add_distractors, litm_qa_record, with_gold_at
+    from experiments.protocols.litm import distractors as distractors_of
+
+    position_list = parse_ints(positions, "--positions")
+    outside = [p for p in position_list if not 0 <= p < num_docs]
+    if outside:
+        raise UserError(f"--positions {outside} are outside 0..{num_docs - 1} for --num-docs {num_docs}")
+    questions, corpus = load_litm_corpus(litm)
+    if any(len(distractors_of(q)) < num_docs - 1 for q in questions):
+        questions = add_distractors(questions, corpus, num_docs, retriever=retriever, method=distractors, seed=seed)
+    for p in position_list:
+        path = Path(out) / f"nq-open-{num_docs}_total_documents_gold_at_{p}.jsonl.gz"
+        write_jsonl((litm_qa_record(with_gold_at(q, p, num_docs)) for q in questions), path)
+        typer.echo(f"wrote {len(questions)} examples to {path}")

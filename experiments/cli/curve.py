@@ -1,0 +1,80 @@
+"""``ctxcomp curve``: retriever recall@k against reader accuracy@k on a Lost in the Middle QA file (paper Fig. 11).
+
+A thin front to an ordinary run: the questions get the top passages of one
+index over the whole file's passages, the ``top_k`` compressor keeps the
+first k for every k, and the run directory holds per-question records
+(``ctxcomp show``), resumes after a kill, and gets curve.csv/.json/.png.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from experiments.cli.errors import parse_ints, plain_output, print_table, user_errors
+from experiments.cli.retrieve import retriever_spec
+from indexes.ground import UserError
+
+DEFAULT_KS = "1,2,5,10,20,30,40,50"
+
+
+def curve_config(litm: Path, retriever: dict, readers: list[str], ks: list[int], limit: int | None,
+                 query_aware: bool) -> dict:
+    """The run config a curve stands for."""
+    return {
+        "name": "curve",
+        "tasks": [{"name": "nq_multidoc", "label": "nq_open", "path": str(litm), "limit": limit, "query_aware": query_aware,
+                   "open_domain": {"retriever": retriever, "depth": max(ks)}}],
+        "compressors": [{"name": "top_k", "params": {"k": sorted(set(ks))}}],
+        "readers": [{"name": r} for r in readers],
+    }
+
+
+@user_errors
+def curve(
+    litm: Optional[Path] = typer.Option(None, "--litm", help="Lost in the Middle QA file (e.g. nq-open-oracle.jsonl.gz); its passages are the corpus."),
+    retriever: str = typer.Option("bm25", "--retriever", help="Retriever name (bm25, minilm, contriever, ...)."),
+    retriever_param: List[str] = typer.Option([], "--retriever-param", help="KEY=VALUE for the retriever (YAML values; repeatable)."),
+    reader: Optional[List[str]] = typer.Option(None, "--reader", help="Reader name; repeat for several readers; default smollm2."),
+    ks: str = typer.Option(DEFAULT_KS, "--ks", help="Comma-separated cut-offs k."),
+    limit: Optional[int] = typer.Option(None, "--limit", help="Use only the first N questions (the corpus stays whole)."),
+    query_aware: bool = typer.Option(False, "--query-aware", help="Query-aware contextualization (question before the documents too)."),
+    out: Path = typer.Option(..., "--out", help="Run directory; curve.csv, curve.json and plots/curve.png land there."),
+    config: Optional[Path] = typer.Option(None, "--config", help="A run config with an open_domain task instead of the options above."),
+    plain: bool = typer.Option(False, "--plain", help="Plain Markdown tables (the default when stdout is not a terminal)."),
+) -> None:
+    """Index the file's passages once, give every question its top-k, and chart recall@k against accuracy@k."""
+    from experiments.cli.run import execute
+    from experiments.report.cells import load_run
+    from experiments.report.curve import curve_rows, curve_table
+    from experiments.report.write import write_report
+    from experiments.run.api import open_run
+    from experiments.run.config import load_config, parse_config
+
+    if config is not None:
+        cfg = load_config(config)
+    else:
+        if litm is None:
+            raise UserError("missing --litm FILE (or --config RUN_CONFIG)")
+        if limit is not None and limit < 1:
+            raise UserError(f"--limit must be >= 1, got {limit}")
+        k_list = parse_ints(ks, "--ks")
+        if min(k_list) < 1:
+            raise UserError(f"--ks must be positive, got {ks}")
+        cfg = parse_config(curve_config(litm, retriever_spec(retriever, retriever_param), reader or ["smollm2"],
+                                        k_list, limit, query_aware), "ctxcomp curve options")
+    runner = open_run(cfg, out)
+    try:
+        stats = execute(runner)
+    finally:
+        runner.close()
+    typer.echo(f"{stats.predicted} predicted, {stats.already_done} already done, {stats.failed} failed "
+               f"({stats.model_calls} reader calls, {stats.wall_s:.0f} s)", err=True)
+    _, paths = write_report(out)
+    rows = curve_rows(load_run(out))
+    if not rows:
+        raise UserError(f"{out}: the run has no open-domain task cut by top_k, so there is no curve to draw")
+    print_table(*curve_table(rows), plain=plain_output(plain))
+    typer.echo(f"wrote {out / 'curve.csv'}, {out / 'curve.json'}, {out / 'report.md'}" +
+               "".join(f", {p}" for p in paths if p.name.startswith("curve")))

@@ -1,0 +1,76 @@
+"""``ctxcomp retrieve``: index a corpus, retrieve top-k per query, and measure recall@k / MRR."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from experiments.cli.errors import parse_overrides, user_errors
+from indexes.ground import UserError
+
+
+def retriever_spec(name: str, params: list[str]) -> dict:
+    """``--retriever NAME --retriever-param KEY=VALUE ...`` as a component section (values parsed as YAML)."""
+    return {"name": name, "params": parse_overrides(params)}
+
+
+@user_errors
+def retrieve(
+    corpus: Optional[Path] = typer.Argument(None, help="JSONL corpus: id, text[, title]."),
+    queries: Optional[Path] = typer.Argument(None, help="JSONL queries: id, query[, answers]."),
+    litm: Optional[Path] = typer.Option(None, "--litm", help="A Lost-in-the-Middle file (.jsonl or .jsonl.gz) as corpus and queries."),
+    retriever: str = typer.Option("bm25", "--retriever", help="bm25, contriever, mcontriever, minilm, openai, ... or pkg.mod:Class."),
+    retriever_param: List[str] = typer.Option([], "--retriever-param", help="KEY=VALUE for the retriever (YAML values; repeatable)."),
+    k: int = typer.Option(20, "-k", "--k", "--top-k", help="Hits kept per query."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Write the top-k per query here as JSONL (default: stdout unless --json)."),
+    json_out: bool = typer.Option(False, "--json", help="Print recall@1/5/20/k and MRR as one JSON object."),
+    limit: Optional[int] = typer.Option(None, "--limit", help="Use only the first N queries (the corpus stays whole)."),
+) -> None:
+    """Retrieve the top-k passages per query and report answer recall."""
+    from experiments.protocols.retrieval import (
+        litm_corpus_and_queries,
+        load_corpus,
+        load_queries,
+        retrieve_all,
+        summarize,
+    )
+    from retrievers.registry import make_retriever
+
+    if k <= 0:
+        raise UserError(f"-k must be positive, got {k}")
+    if limit is not None and limit < 1:
+        raise UserError(f"--limit must be >= 1, got {limit}")
+    if litm is not None:
+        if corpus is not None or queries is not None:
+            raise UserError("give either --litm FILE or CORPUS QUERIES, not both")
+        chunks, qs = litm_corpus_and_queries(litm, limit)
+    else:
+        if corpus is None or queries is None:
+            raise UserError("give CORPUS and QUERIES (JSONL files), or --litm FILE")
+        chunks, qs = load_corpus(corpus), load_queries(queries, limit)
+    engine = make_retriever(retriever_spec(retriever, retriever_param))
+    print(f"indexing {len(chunks)} passages with {engine.label} ...", file=sys.stderr)
+    engine.index(chunks)
+    # the summary reports recall@1/5/20 whatever -k is, so search deep enough for all of them;
+    # only the top k are written out
+    depth = max(k, 20) if json_out else k
+    sink = open(out, "w", encoding="utf-8") if out is not None else (None if json_out else sys.stdout)
+
+    def write(q, hits, rel) -> None:
+        if sink is None:
+            return
+        record = {"id": q.id, "query": q.text,
+                  "hits": [{"id": h.chunk.doc_id, "title": h.chunk.title, "score": h.score, "rank": h.rank,
+                            "has_answer": r} for h, r in zip(hits[:k], rel)]}
+        sink.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+    try:
+        relevance = retrieve_all(engine, qs, depth, write)
+    finally:
+        if sink is not None and sink is not sys.stdout:
+            sink.close()
+    if json_out:
+        typer.echo(json.dumps(summarize(relevance, k)))

@@ -1,0 +1,65 @@
+"""A passage corpus and a retriever over it, answering with the passages themselves (open-domain protocols)."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from experiments.data.loaders import load_litm_qa
+from experiments.data.records import Example
+from indexes.ground import UserError
+from indexes.types import Passage
+
+
+def load_litm_corpus(path: str | Path) -> tuple[list[Example], list[Passage]]:
+    """A Lost in the Middle QA file as (questions, corpus): every passage of the file, deduplicated by (title, text).
+
+    With ``nq-open-oracle.jsonl.gz`` the corpus is the questions' gold
+    passages (2,655 passages, 2,600 distinct), a small real Wikipedia corpus
+    in which every question has its answer-bearing passage.  The corpus is
+    always the whole file: limiting questions never shrinks it.
+    """
+    questions = load_litm_qa(path)
+    corpus: dict[tuple[str, str], Passage] = {}
+    for ex in questions:
+        for p in ex.passages:
+            corpus.setdefault((p.title, p.text), p)
+    return questions, list(corpus.values())
+
+
+class PassageIndex:
+    """A retriever over whole passages that answers with the passages themselves, best first.
+
+    Passages are deduplicated by (title, text) and given unique chunk ids, so
+    a hit maps back to exactly one passage even when the source reuses ids.
+    Each hit comes back with its retrieval ``score``.
+    """
+
+    def __init__(self, passages: Sequence[Passage], retriever: Any = "bm25") -> None:
+        from indexes.chunking import passages_to_chunks
+        from retrievers.registry import make_retriever
+
+        unique: dict[tuple[str, str], Passage] = {}
+        for p in passages:
+            unique.setdefault((p.title, p.text), p)
+        if not unique:
+            raise UserError("cannot index an empty corpus")
+        self.passages = list(unique.values())
+        ids = [p.doc_id for p in self.passages]
+        if len(set(ids)) != len(ids) or not all(ids):
+            self.passages = [replace(p, doc_id=f"c{i}") for i, p in enumerate(self.passages)]
+        chunks = passages_to_chunks(self.passages)
+        self._by_chunk = {c.chunk_id: p for c, p in zip(chunks, self.passages)}
+        self.retriever = make_retriever(retriever)
+        self.retriever.index(chunks)
+
+    def __len__(self) -> int:
+        return len(self.passages)
+
+    def search(self, queries: Sequence[str], k: int) -> list[list[Passage]]:
+        """The top ``k`` passages per query, best first, each carrying its score."""
+        return [
+            [replace(self._by_chunk[h.chunk.chunk_id], score=round(float(h.score), 6)) for h in hits]
+            for hits in self.retriever.search(list(queries), k)
+        ]

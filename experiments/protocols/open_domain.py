@@ -1,0 +1,49 @@
+"""Open-domain QA (Lost in the Middle, Fig. 11): each question gets the top passages of a corpus-wide retrieval.
+
+The paper retrieves k passages per NQ-Open question (Contriever over
+Wikipedia) and shows that readers saturate long before recall does.  It
+released no code for the figure; ctxcomp rebuilds it as an ordinary run: the
+task's questions are given the ``depth`` best passages of one index over the
+whole corpus (in rank order, each with its score), and the ``top_k``
+compressor keeps the first k of them for every k of the grid.  Each
+prediction then records whether its kept passages contain an answer
+(``answer_in_context``: recall@k) and its score (accuracy@k); the report
+draws the two curves (``experiments.report.curve``).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from experiments.data.records import Example, render_litm_documents
+from experiments.protocols.corpus import PassageIndex
+from indexes.ground import UserError
+from indexes.types import Passage
+
+SEARCH_BATCH = 256
+
+
+def open_domain_examples(questions: Sequence[Example], corpus: Sequence[Passage], *, retriever: Any = "bm25",
+                         depth: int = 50, progress: bool = False) -> list[Example]:
+    """The questions with their own passages replaced by the ``depth`` best passages of the whole corpus."""
+    if depth < 1:
+        raise UserError(f"open_domain depth must be >= 1, got {depth}")
+    if not questions:
+        raise UserError("no questions to retrieve for")
+    index = PassageIndex(corpus, retriever)
+    from tqdm.auto import tqdm
+
+    out: list[Example] = []
+    with tqdm(total=len(questions), desc=f"retrieve ({index.retriever.label})", unit="q", leave=False,
+              disable=not progress) as bar:
+        for lo in range(0, len(questions), SEARCH_BATCH):
+            batch = list(questions[lo: lo + SEARCH_BATCH])
+            for q, hits in zip(batch, index.search([q.query for q in batch], depth)):
+                out.append(replace(
+                    q, passages=tuple(hits), context=render_litm_documents(hits),
+                    meta={**q.meta, "protocol": "open_domain", "retriever": index.retriever.identity,
+                          "corpus_size": len(index)},
+                ))
+            bar.update(len(batch))
+    return out

@@ -1,0 +1,254 @@
+"""From a run directory to report cells: one (task, grid point) each, scored with the task's metric.
+
+Everything here is a pure function of the run directory's logs
+(``predictions.jsonl``, ``failures.jsonl``) and its grid manifest, so a
+report can be rebuilt at any time and every cell names the config hash whose
+prediction lines it averages.
+"""
+from __future__ import annotations
+
+import json
+import statistics
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from experiments.data.store import FAILURES, GRID, PREDICTIONS, TRACES, JsonlLog, record_key
+from experiments.report.stats import PairedDelta, mean_interval, paired_delta
+from experiments.scoring.registry import ItemScore, aggregate, length_bucket
+from experiments.tasks.specs import get_task
+from indexes.ground import UnknownComponentError, UserError
+
+
+@dataclass
+class Cell:
+    """One (task, config) cell of the report; ``config_hash`` finds its prediction lines."""
+
+    task: str
+    category: str
+    compressor: str
+    reader: str
+    config_hash: str
+    metric: str
+    score: float
+    n: int
+    n_failed: int
+    tokens_in: float
+    tokens_out: float
+    ratio: float
+    reader_tokens_in: float
+    reader_tokens_out: float
+    cost_usd: float
+    latency_s: float
+    compress_s: float
+    cache_hits: int
+    answer_in_context: float | None = None
+    buckets: dict[str, float] = field(default_factory=dict)
+    by_position: dict[str, float] = field(default_factory=dict)
+    by_position_ci: dict[str, list[float]] = field(default_factory=dict)
+    delta_vs_full: float | None = None
+    delta_paired: float | None = None
+    delta_ci95: list[float] | None = None
+    n_paired: int = 0
+    p_value: float | None = None
+    compressor_kind: str = ""
+    order: tuple[int, int] = (0, 0)  # (grid point, task) position in the config
+
+    @property
+    def paired(self) -> PairedDelta | None:
+        if self.delta_paired is None or self.delta_ci95 is None:
+            return None
+        return PairedDelta(self.delta_paired, self.delta_ci95[0], self.delta_ci95[1], self.p_value or float("nan"),
+                           self.n_paired)
+
+    @property
+    def is_full(self) -> bool:
+        """The full-context baseline (by component, so a custom label does not hide it)."""
+        return (self.compressor_kind or self.compressor) == "full"
+
+
+@dataclass
+class RunData:
+    run_dir: Path
+    predictions: list[dict[str, Any]]
+    failures: list[dict[str, Any]]
+    cells: list[Cell]
+    manifest: dict[str, Any]
+
+    def items(self) -> dict[tuple[str, str], dict[str, float]]:
+        """Item scores by (task, config hash), then example id: what paired statistics pair on."""
+        return item_scores(self.predictions)
+
+
+def item_scores(predictions: Sequence[dict[str, Any]]) -> dict[tuple[str, str], dict[str, float]]:
+    out: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
+    for r in predictions:
+        out[(r["task"], r["config_hash"])][r["id"]] = float(r["score"])
+    return out
+
+
+def _pct(values: Sequence[float]) -> float:
+    return round(100 * sum(values) / len(values), 2) if values else float("nan")
+
+
+def _interval(values: Sequence[float]) -> list[float]:
+    mi = mean_interval(values)
+    return [mi.lo, mi.hi]
+
+
+def _mean(values: Any) -> float:
+    values = list(values)
+    return round(statistics.fmean(values), 4) if values else 0.0
+
+
+def position_key(meta: dict[str, Any]) -> str | None:
+    """Where an example sits in a sweep; closed-book and oracle are settings, not positions
+    (an oracle example has its one document at position 0 and must not count there)."""
+    if meta.get("protocol") in ("closed_book", "oracle"):
+        return str(meta["protocol"])
+    for key in ("gold_position", "key_position"):
+        if key in meta:
+            return str(meta[key])
+    return None
+
+
+def pos_order(key: str) -> tuple[int, int]:
+    return (0, int(key)) if key.lstrip("-").isdigit() else (1, 0)
+
+
+def _category(spec_name: str) -> str:
+    try:
+        return get_task(spec_name).category
+    except (UnknownComponentError, UserError):  # a plugin task no longer installed: still report it
+        return ""
+
+
+def _family(spec_name: str) -> str:
+    try:
+        return get_task(spec_name).family
+    except (UnknownComponentError, UserError):
+        return ""
+
+
+def compute_cells(predictions: Sequence[dict[str, Any]], failures: Sequence[dict[str, Any]] = (),
+                  manifest: dict[str, Any] | None = None) -> list[Cell]:
+    """Aggregate prediction lines into cells with the task's metric (LongBench: 100 x mean, 2 decimals).
+
+    Cells come in config order (grid point, then task) when the manifest is
+    given, else in order of first appearance.  Two grid points that share a
+    label are told apart by their config hash.
+    """
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for rec in predictions:
+        groups[(rec["task"], rec["config_hash"])].append(rec)
+    recorded = {record_key(r) for r in predictions}
+    failed: dict[tuple[str, str], set[str]] = defaultdict(set)
+    heads: dict[tuple[str, str], dict[str, Any]] = {}
+    for f in failures:
+        if record_key(f) not in recorded:
+            failed[(f["task"], f["config_hash"])].add(f["id"])
+            heads.setdefault((f["task"], f["config_hash"]), f)
+    order = _order(manifest, list(groups) + [k for k in failed if k not in groups])
+    cells = []
+    for key in sorted(set(groups) | set(failed), key=lambda k: order.get(k, (10**6, 10**6))):
+        recs = groups.get(key, [])
+        head = recs[0] if recs else heads[key]
+        spec_name = head.get("spec") or key[0]
+        metric = recs[0]["metric"] if recs else ""
+        items = [ItemScore(float(r["score"]), r.get("score_parts") or {}) for r in recs]
+        buckets: dict[str, list[float]] = defaultdict(list)
+        positions: dict[str, list[float]] = defaultdict(list)
+        family = _family(spec_name)
+        for r in recs:
+            meta = r.get("meta") or {}
+            if "length_bucket" in meta:
+                buckets[str(meta["length_bucket"])].append(float(r["score"]))
+            elif family == "longbench":
+                buckets[length_bucket(int(r.get("length") or 0))].append(float(r["score"]))
+            pos = position_key(meta)
+            if pos is not None:
+                positions[pos].append(float(r["score"]))
+        in_context = [bool(r["answer_in_context"]) for r in recs if r.get("answer_in_context") is not None]
+        tok_in = sum(r["tokens_in"] for r in recs)
+        tok_out = sum(r["tokens_out"] for r in recs)
+        cells.append(Cell(
+            task=key[0], category=_category(spec_name), compressor=head["compressor"], reader=head["reader"],
+            config_hash=key[1], metric=metric, score=aggregate(metric, items) if items else float("nan"),
+            n=len(recs), n_failed=len(failed.get(key, ())),
+            tokens_in=_mean(r["tokens_in"] for r in recs), tokens_out=_mean(r["tokens_out"] for r in recs),
+            ratio=round(tok_in / tok_out, 3) if tok_out else float("nan"),
+            reader_tokens_in=_mean(r["reader_tokens_in"] for r in recs),
+            reader_tokens_out=_mean(r["reader_tokens_out"] for r in recs),
+            cost_usd=round(sum(r.get("cost_usd", 0.0) for r in recs), 6),
+            latency_s=_mean(r["latency_s"] for r in recs), compress_s=_mean(r.get("compress_s", 0.0) for r in recs),
+            cache_hits=sum(1 for r in recs if r.get("cached")),
+            answer_in_context=round(100 * sum(in_context) / len(in_context), 2) if in_context else None,
+            buckets={b: _pct(v) for b, v in sorted(buckets.items())},
+            by_position={p: _pct(v) for p, v in sorted(positions.items(), key=lambda kv: pos_order(kv[0]))},
+            by_position_ci={p: _interval(v) for p, v in sorted(positions.items(), key=lambda kv: pos_order(kv[0]))},
+            compressor_kind=head.get("compressor_kind", ""), order=order.get(key, (10**6, 10**6)),
+        ))
+    _disambiguate(cells)
+    _attach_deltas(cells, item_scores(predictions))
+    return cells
+
+
+def _order(manifest: dict[str, Any] | None, seen: list[tuple[str, str]]) -> dict[tuple[str, str], tuple[int, int]]:
+    if not manifest:
+        return {key: (i, 0) for i, key in enumerate(seen)}
+    points = {p["config_hash"]: i for i, p in enumerate(manifest.get("points", []))}
+    tasks = {t["key"]: i for i, t in enumerate(manifest.get("tasks", []))}
+    return {key: (points.get(key[1], 10**6), tasks.get(key[0], 10**6)) for key in seen}
+
+
+def _disambiguate(cells: list[Cell]) -> None:
+    """Two configs with the same (reader, compressor) label get their hash appended, so rows never merge."""
+    hashes: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for c in cells:
+        hashes[(c.reader, c.compressor)].add(c.config_hash)
+    for c in cells:
+        if len(hashes[(c.reader, c.compressor)]) > 1:
+            c.compressor = f"{c.compressor} [{c.config_hash[:6]}]"
+
+
+def _attach_deltas(cells: list[Cell], items: dict[tuple[str, str], dict[str, float]]) -> None:
+    """Delta vs the full-context cell of the same reader and task (LongBench Tables 4/5 compare this way),
+    and its paired version over the examples both arms scored: interval, n and p-value."""
+    full = {(c.task, c.reader): c for c in cells if c.is_full}
+    for c in cells:
+        base = full.get((c.task, c.reader))
+        if base is None or c.is_full:
+            continue
+        c.delta_vs_full = round(c.score - base.score, 2)
+        pd = paired_vs(items.get((base.task, base.config_hash), {}), items.get((c.task, c.config_hash), {}))
+        if pd.n:
+            c.delta_paired, c.delta_ci95, c.n_paired, c.p_value = pd.delta, [pd.lo, pd.hi], pd.n, pd.p_value
+
+
+def paired_vs(base: dict[str, float], other: dict[str, float], strata: dict[str, str] | None = None) -> PairedDelta:
+    """``other - base`` on the example ids both hold (in id order), optionally stratified."""
+    ids = sorted(set(base) & set(other))
+    return paired_delta([base[i] for i in ids], [other[i] for i in ids],
+                        strata=[strata[i] for i in ids] if strata else None)
+
+
+def load_manifest(run_dir: Path) -> dict[str, Any]:
+    path = run_dir / GRID
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
+def load_run(run_dir: str | Path) -> RunData:
+    run_dir = Path(run_dir)
+    if not (run_dir / PREDICTIONS).exists() and not (run_dir / FAILURES).exists():
+        raise UserError(f"{run_dir} holds no {PREDICTIONS}; is it a run directory?")
+    preds = JsonlLog(run_dir / PREDICTIONS).recover()
+    fails = JsonlLog(run_dir / FAILURES).recover()
+    manifest = load_manifest(run_dir)
+    return RunData(run_dir, preds, fails, compute_cells(preds, fails, manifest), manifest)
+
+
+def load_traces(run_dir: str | Path) -> dict[tuple[str, str, str], dict[str, Any]]:
+    """The trace of every prediction by its key (a trace written twice across a resume: the last wins)."""
+    return {record_key(t): t for t in JsonlLog(Path(run_dir) / TRACES).recover()}

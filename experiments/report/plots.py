@@ -1,0 +1,217 @@
+"""Paper-ready figures: each function writes ``<path>.png`` and ``<path>.svg`` and returns both paths.
+
+Figures are sized for a paper column (3.4 in) or page (6.8 in) with fonts of
+at least 8 pt.  matplotlib is imported, and the Agg backend chosen, inside the
+functions, so importing this module neither costs time nor changes a user's
+backend.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+COLUMN_IN = 3.4
+PAGE_IN = 6.8
+_STYLE = {
+    "font.size": 8, "axes.titlesize": 9, "axes.labelsize": 8, "legend.fontsize": 7,
+    "xtick.labelsize": 8, "ytick.labelsize": 8, "savefig.dpi": 200,
+}
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig, path: str | Path) -> list[Path]:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    written = []
+    for suffix in (".png", ".svg"):
+        target = path.with_suffix(suffix)
+        fig.savefig(target, bbox_inches="tight")
+        written.append(target)
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return written
+
+
+def _get(row: Any, name: str) -> Any:
+    return row[name] if isinstance(row, Mapping) else getattr(row, name)
+
+
+def plot_curve(rows: Iterable[Any], path: str | Path, *, saturation: Mapping[str, int] | None = None) -> list[Path]:
+    """Retriever recall@k (dashed) and each reader's accuracy@k (solid) against k, in percent, with 95% bands.
+
+    ``rows`` are ``experiments.report.curve.CurveRow``; points without a value
+    are left out.  A ring marks each reader's saturation k.
+    """
+    plt = _pyplot()
+    rows = [r for r in rows if r.accuracy is not None]
+    recall: dict[int, Any] = {}
+    for r in rows:  # recall does not depend on the reader: take the row that scored the most questions
+        if r.recall is not None and (r.k not in recall or r.n > recall[r.k].n):
+            recall[r.k] = r
+    readers: dict[str, list[Any]] = {}
+    for r in rows:
+        readers.setdefault(r.reader, []).append(r)
+    with plt.rc_context(_STYLE):
+        fig, ax = plt.subplots(figsize=(COLUMN_IN, 2.6 + 0.16 * (len(readers) + 1)), layout="constrained")
+        ks = sorted(recall)
+        if ks:
+            ax.plot(ks, [recall[k].recall for k in ks], "k--", marker="s", markersize=3, label="retriever recall@k")
+            ax.fill_between(ks, [recall[k].recall_ci[0] for k in ks], [recall[k].recall_ci[1] for k in ks],
+                            color="black", alpha=0.08, linewidth=0)
+        for name, points in readers.items():
+            points = sorted(points, key=lambda r: r.k)
+            xs = [r.k for r in points]
+            line, = ax.plot(xs, [r.accuracy for r in points], marker="o", markersize=3, label=f"{name} accuracy")
+            ax.fill_between(xs, [r.accuracy_ci[0] for r in points], [r.accuracy_ci[1] for r in points],
+                            color=line.get_color(), alpha=0.15, linewidth=0)
+            k_sat = (saturation or {}).get(name)
+            if k_sat is not None:
+                y = next(r.accuracy for r in points if r.k == k_sat)
+                ax.plot([k_sat], [y], marker="o", markersize=9, markerfacecolor="none", color=line.get_color(),
+                        linestyle="none", label=f"{name} saturates (k={k_sat})")
+        all_ks = sorted({r.k for r in rows} | set(ks))
+        ax.set_xscale("log")  # ks are spread geometrically (1, 2, 5, 10, 20, 50)
+        ax.set_xticks(all_ks, [str(k) for k in all_ks])
+        ax.minorticks_off()
+        ax.set_xlabel("k (retrieved passages)")
+        ax.set_ylabel("recall / accuracy (%)")
+        ax.set_ylim(0, 100)
+        ax.set_title("Open-domain QA: recall vs reader accuracy")
+        ax.grid(alpha=0.3)
+        fig.legend(loc="outside lower center", ncol=1, frameon=False)
+        return _save(fig, path)
+
+
+def plot_position(
+    acc_by_position: Mapping[str, Mapping[int, float]],
+    path: str | Path,
+    *,
+    closed_book: Mapping[str, float] | None = None,
+    oracle: Mapping[str, float] | None = None,
+    intervals: Mapping[str, Mapping[int, tuple[float, float]]] | None = None,
+) -> list[Path]:
+    """Accuracy against 0-based gold position (the U-shape), closed-book and oracle as horizontal lines.
+
+    Values are fractions in [0, 1]; they are drawn in percent, positions 1-based as in the paper.
+    ``intervals`` (fractions too) become error bars: the 95% interval of each point.
+    """
+    plt = _pyplot()
+    entries = len(acc_by_position) + len(closed_book or {}) + len(oracle or {})
+    with plt.rc_context(_STYLE):
+        # the legend sits under the axes, one entry a line; the figure grows with it so the axes keep their size
+        fig, ax = plt.subplots(figsize=(COLUMN_IN, 2.6 + 0.16 * entries), layout="constrained")
+        colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+        for i, (name, by_pos) in enumerate(acc_by_position.items()):
+            color = colors[i % len(colors)]
+            xs = sorted(by_pos)
+            ax.plot([x + 1 for x in xs], [100 * by_pos[x] for x in xs], marker="o", markersize=3,
+                    color=color, label=name)
+            ci = (intervals or {}).get(name)
+            if ci:
+                xs_ci = [x for x in xs if x in ci]
+                lows = [100 * (by_pos[x] - ci[x][0]) for x in xs_ci]
+                highs = [100 * (ci[x][1] - by_pos[x]) for x in xs_ci]
+                ax.errorbar([x + 1 for x in xs_ci], [100 * by_pos[x] for x in xs_ci], yerr=[lows, highs],
+                            fmt="none", ecolor=color, elinewidth=0.8, capsize=2)
+            if closed_book and name in closed_book:
+                ax.axhline(100 * closed_book[name], color=color, linestyle=":", linewidth=1,
+                           label=f"{name} closed-book")
+            if oracle and name in oracle:
+                ax.axhline(100 * oracle[name], color=color, linestyle="--", linewidth=1, label=f"{name} oracle")
+        positions = sorted({x for by_pos in acc_by_position.values() for x in by_pos})
+        ax.set_xticks([x + 1 for x in positions])
+        ax.set_xlabel("position of the document with the answer")
+        ax.set_ylabel("accuracy (%)")
+        ax.set_ylim(-2, 102)  # a fixed scale, so U-shapes of different readers and runs compare by eye
+        ax.set_title("Accuracy by gold document position")
+        ax.grid(alpha=0.3)
+        fig.legend(loc="outside lower center", ncol=1, frameon=False)
+        return _save(fig, path)
+
+
+def _grouped_bars(ax, data: Mapping[str, Mapping[str, float]],
+                  intervals: Mapping[str, Mapping[str, tuple[float, float]]] | None = None) -> None:
+    """One group per inner key (task / bucket), one bar per outer key (config).
+
+    A value of exactly 0 gets a short black tick so it never looks like a
+    missing bar; a missing value (NaN) is written as "n/a".
+    """
+    import numpy as np
+
+    configs = list(data)
+    groups: list[str] = []
+    for values in data.values():
+        groups.extend(g for g in values if g not in groups)
+    width = 0.8 / max(1, len(configs))
+    x = np.arange(len(groups))
+    for i, config in enumerate(configs):
+        heights = np.array([data[config].get(g, float("nan")) for g in groups], dtype=float)
+        xs = x + (i - (len(configs) - 1) / 2) * width
+        bars = ax.bar(xs, np.nan_to_num(heights), width, label=config)
+        ci = (intervals or {}).get(config) or {}
+        with_ci = [j for j, g in enumerate(groups) if g in ci and heights[j] == heights[j]]
+        if with_ci:
+            lows = [heights[j] - ci[groups[j]][0] for j in with_ci]
+            highs = [ci[groups[j]][1] - heights[j] for j in with_ci]
+            ax.errorbar(xs[with_ci], heights[with_ci], yerr=[lows, highs], fmt="none", ecolor="black",
+                        elinewidth=0.7, capsize=2)
+        for j, h in enumerate(heights):
+            if h != h:
+                ax.annotate("n/a", (xs[j], 0), ha="center", va="bottom", fontsize=6, rotation=90)
+            elif h == 0:
+                ax.plot([xs[j] - width / 2, xs[j] + width / 2], [0, 0], color=bars.patches[j].get_facecolor(),
+                        linewidth=2.5, solid_capstyle="butt")
+    ax.set_xticks(x, groups, rotation=30, ha="right")
+
+
+def plot_delta_bars(deltas: Mapping[str, Mapping[str, float]], path: str | Path,
+                    intervals: Mapping[str, Mapping[str, tuple[float, float]]] | None = None) -> list[Path]:
+    """Score change against the full context, per task (groups) and compression config (bars), with 95% intervals.
+
+    ``deltas[config][task]`` is in score points (as reported, e.g. 0-100); ``intervals`` alike.
+    """
+    plt = _pyplot()
+    with plt.rc_context(_STYLE):
+        fig, ax = plt.subplots(figsize=(PAGE_IN, 2.8), layout="constrained")
+        _grouped_bars(ax, deltas, intervals)
+        ax.axhline(0, color="black", linewidth=0.8)
+        ax.set_xlabel("task")
+        ax.set_ylabel("Δ score vs full context (points)")
+        ax.set_title("Effect of context compression per task (paired 95% intervals)")
+        ax.grid(axis="y", alpha=0.3)
+        ax.margins(y=0.15)
+        # beside the axes: long config labels must never hide a bar
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+        return _save(fig, path)
+
+
+def plot_length_buckets(scores: Mapping[str, Mapping[str, float]], path: str | Path) -> list[Path]:
+    """Score per input-length bucket (``scores[config][bucket]``, in score points), one line per config."""
+    plt = _pyplot()
+    with plt.rc_context(_STYLE):
+        fig, ax = plt.subplots(figsize=(COLUMN_IN, 2.6), layout="constrained")
+        buckets: list[str] = []
+        for values in scores.values():
+            buckets.extend(b for b in values if b not in buckets)
+        for config, values in scores.items():
+            ax.plot(range(len(buckets)), [values.get(b, float("nan")) for b in buckets], marker="o",
+                    markersize=3, label=config)
+        ax.set_xticks(range(len(buckets)), buckets)
+        ax.set_xlabel("input length bucket")
+        ax.set_ylabel("score")
+        ax.set_title("Score by input length")
+        ax.grid(alpha=0.3)
+        ax.legend(loc="best")
+        return _save(fig, path)
+
+
+__all__ = ["plot_curve", "plot_delta_bars", "plot_length_buckets", "plot_position"]

@@ -1,0 +1,156 @@
+"""Report tables: LongBench Table 4/5 layout with deltas vs full context, efficiency per task, breakdowns.
+
+Rows follow the config (reader, then compressor, as the grid lists them);
+every column header names its task's metric.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import statistics
+from collections import defaultdict
+from collections.abc import Sequence
+
+from experiments.report.cells import Cell, paired_vs, pos_order
+from experiments.report.stats import PairedDelta, format_delta
+from experiments.scoring.registry import LONGBENCH_E_BUCKETS
+
+Table = tuple[list[str], list[list[str]]]
+
+
+def _fmt(score: float, paired: PairedDelta | None = None, delta: float | None = None) -> str:
+    """``34.38`` for a baseline; ``34.38 (-6.24 [-18.75, +6.25])`` with the paired delta and its 95% interval,
+    a star when the interval excludes 0."""
+    if score != score:  # NaN: every example of the cell failed
+        return "—"
+    if paired is not None and paired.n:
+        return f"{score:.2f} ({format_delta(paired)})"
+    return f"{score:.2f}" if delta is None else f"{score:.2f} ({delta:+.2f})"
+
+
+def rows_in_order(cells: Sequence[Cell]) -> list[tuple[str, str]]:
+    """(reader, compressor) pairs in config order."""
+    first: dict[tuple[str, str], tuple[int, int]] = {}
+    for c in cells:
+        key = (c.reader, c.compressor)
+        first[key] = min(first.get(key, c.order), c.order)
+    return sorted(first, key=lambda k: first[k])
+
+
+def task_columns(cells: Sequence[Cell]) -> list[str]:
+    """Tasks in config order."""
+    first: dict[str, int] = {}
+    for c in cells:
+        first[c.task] = min(first.get(c.task, c.order[1]), c.order[1])
+    return sorted(first, key=lambda t: first[t])
+
+
+def score_table(cells: Sequence[Cell], items: dict[tuple[str, str], dict[str, float]] | None = None) -> Table:
+    """One row per reader x compressor, one column per task (headed with its metric), category averages.
+
+    A compressed cell shows its paired delta vs full context with the 95%
+    interval; an average's delta is paired on (task, example) with each task
+    weighted equally, as the average itself (needs ``items``).
+    """
+    tasks = task_columns(cells)
+    metric_of = {c.task: c.metric for c in cells if c.metric}
+    by_key = {(c.reader, c.compressor, c.task): c for c in cells}
+    categories = list(dict.fromkeys(c.category for c in cells))
+    # a category average is shown only where it averages more than one task
+    categories = [cat for cat in categories if len({c.task for c in cells if c.category == cat}) > 1]
+    header = ["reader", "compressor", *(f"{t} ({metric_of[t]})" if t in metric_of else t for t in tasks)]
+    if len(tasks) > 1:
+        header += [f"avg {cat}" for cat in categories] + ["avg"]
+    body = []
+    full_avgs: dict[str, dict[str, float]] = defaultdict(dict)
+    full_labels = {c.compressor for c in cells if c.is_full}
+    for reader, comp in rows_in_order(cells):
+        is_full = comp in full_labels
+        row = [reader, comp]
+        for t in tasks:
+            c = by_key.get((reader, comp, t))
+            row.append(_fmt(c.score, c.paired, c.delta_vs_full) if c else "")
+        if len(tasks) > 1:
+            groups = [[c for c in cells if c.reader == reader and c.compressor == comp and c.category == cat] for cat in categories]
+            groups.append([c for c in cells if c.reader == reader and c.compressor == comp])
+            for label, group in zip([*categories, "avg"], groups):
+                scores = [c.score for c in group if c.score == c.score]
+                avg = round(statistics.fmean(scores), 2) if scores else float("nan")
+                if is_full:
+                    full_avgs[reader][label] = avg
+                    row.append(_fmt(avg) if group else "")
+                    continue
+                base = full_avgs[reader].get(label)
+                paired = _paired_average(group, cells, items) if items and base is not None else None
+                row.append(_fmt(avg, paired, None if base is None else round(avg - base, 2)) if group else "")
+        body.append(row)
+    return header, body
+
+
+def _paired_average(group: Sequence[Cell], cells: Sequence[Cell],
+                    items: dict[tuple[str, str], dict[str, float]]) -> PairedDelta | None:
+    """The delta of an average over tasks vs full context, paired on (task, example), stratified by task."""
+    base: dict[str, float] = {}
+    other: dict[str, float] = {}
+    strata: dict[str, str] = {}
+    for c in group:
+        full = next((f for f in cells if f.is_full and f.task == c.task and f.reader == c.reader), None)
+        if full is None:
+            return None
+        for ex_id, value in items.get((c.task, c.config_hash), {}).items():
+            key = f"{c.task}\x1f{ex_id}"
+            if ex_id in items.get((full.task, full.config_hash), {}):
+                base[key], other[key], strata[key] = items[(full.task, full.config_hash)][ex_id], value, c.task
+    return paired_vs(base, other, strata) if base else None
+
+
+def efficiency_table(cells: Sequence[Cell]) -> Table:
+    """One row per task and configuration: compression ratio, tokens, cost, latency."""
+    header = [
+        "task", "reader", "compressor", "config", "n", "failed", "ratio (in/out)", "ctx tokens in", "ctx tokens out",
+        "answer in ctx %", "reader tokens in", "reader tokens out", "cost $", "latency s", "compress s", "cache hits",
+    ]
+    body = []
+    for c in sorted(cells, key=lambda c: (c.order[1], c.order[0])):
+        body.append([
+            c.task, c.reader, c.compressor, c.config_hash, str(c.n), str(c.n_failed),
+            f"{c.tokens_in / c.tokens_out:.2f}" if c.tokens_out else "—", f"{c.tokens_in:.0f}", f"{c.tokens_out:.0f}",
+            "" if c.answer_in_context is None else f"{c.answer_in_context:.1f}",
+            f"{c.reader_tokens_in:.0f}", f"{c.reader_tokens_out:.1f}", f"{c.cost_usd:.4f}", f"{c.latency_s:.3f}",
+            f"{c.compress_s:.3f}", str(c.cache_hits),
+        ])
+    return header, body
+
+
+def breakdown_table(cells: Sequence[Cell], attr: str) -> Table:
+    """Scores by length bucket (``buckets``) or by gold/key position (``by_position``)."""
+    keys: list[str] = []
+    for c in cells:
+        for k in getattr(c, attr):
+            if k not in keys:
+                keys.append(k)
+    if attr == "by_position":
+        keys.sort(key=pos_order)
+    elif set(keys) <= set(LONGBENCH_E_BUCKETS):
+        keys = [b for b in LONGBENCH_E_BUCKETS if b in keys]
+    header = ["task", "reader", "compressor", *keys]
+    body = [
+        [c.task, c.reader, c.compressor, *(f"{getattr(c, attr)[k]:.2f}" if k in getattr(c, attr) else "" for k in keys)]
+        for c in cells
+        if getattr(c, attr)
+    ]
+    return header, body
+
+
+def markdown_table(header: Sequence[str], body: Sequence[Sequence[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |"]
+    lines += ["| " + " | ".join(row) + " |" for row in body]
+    return "\n".join(lines)
+
+
+def csv_text(header: Sequence[str], body: Sequence[Sequence[str]]) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf)
+    writer.writerow(header)
+    writer.writerows(body)
+    return buf.getvalue()

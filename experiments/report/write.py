@@ -1,0 +1,143 @@
+"""Write a run's report: scores.json/.csv, report.md, tables/*.csv, plots/*, and curve files for open-domain tasks."""
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+
+from experiments.data.store import write_atomic
+from experiments.report.cells import Cell, RunData, load_run
+from experiments.report.tables import (
+    Table,
+    breakdown_table,
+    csv_text,
+    efficiency_table,
+    markdown_table,
+    score_table,
+)
+
+
+def _json_safe(value):
+    """NaN is not JSON: a cell whose examples all failed has no score, written as ``null``."""
+    if isinstance(value, float) and value != value:
+        return None
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+def write_scores(run_dir: Path, cells: Sequence[Cell]) -> None:
+    rows = [_json_safe(asdict(c)) for c in cells]
+    write_atomic(run_dir / "scores.json", json.dumps({"cells": rows}, indent=2, ensure_ascii=False))
+    header = ["task", "category", "reader", "compressor", "config_hash", "metric", "score", "delta_vs_full",
+              "delta_paired", "delta_ci95_lo", "delta_ci95_hi", "n_paired", "p_value", "n", "n_failed", "ratio"]
+    opt = lambda v, fmt="{:.2f}": "" if v is None or v != v else fmt.format(v)  # noqa: E731
+    body = [
+        [c.task, c.category, c.reader, c.compressor, c.config_hash, c.metric, opt(c.score), opt(c.delta_vs_full),
+         opt(c.delta_paired), opt(c.delta_ci95[0] if c.delta_ci95 else None),
+         opt(c.delta_ci95[1] if c.delta_ci95 else None), str(c.n_paired), opt(c.p_value, "{:.4f}"), str(c.n),
+         str(c.n_failed), opt(c.ratio, "{}")]
+        for c in cells
+    ]
+    write_atomic(run_dir / "scores.csv", csv_text(header, body))
+
+
+def write_report(run_dir: str | Path, *, plots: bool = True) -> tuple[str, list[Path]]:
+    """Write scores.json/.csv, report.md, tables/*.csv and plots/*; return the markdown and the plot paths."""
+    data = load_run(run_dir)
+    run_dir, cells = data.run_dir, data.cells
+    write_scores(run_dir, cells)
+    tables = {
+        "scores": score_table(cells, data.items()),
+        "efficiency": efficiency_table(cells),
+        "length_buckets": breakdown_table(cells, "buckets"),
+        "positions": breakdown_table(cells, "by_position"),
+    }
+    (run_dir / "tables").mkdir(exist_ok=True)
+    for name, (header, body) in tables.items():
+        if body:
+            write_atomic(run_dir / "tables" / f"{name}.csv", csv_text(header, body))
+    from experiments.report.curve import curve_rows, write_curve
+
+    curve = curve_rows(data)
+    curve_paths = write_curve(curve, run_dir, plots=plots) if curve else []
+    plot_paths = _write_plots(run_dir, cells) if plots else []
+    plot_paths += [p for p in curve_paths if p.suffix in (".png", ".svg")]
+    md = render_markdown(data, tables, plot_paths, curve)
+    write_atomic(run_dir / "report.md", md)
+    return md, plot_paths
+
+
+TITLES = {
+    "scores": "Scores",
+    "efficiency": "Compression, tokens, cost and latency (means per example, one row per task)",
+    "length_buckets": "Scores by length bucket",
+    "positions": "Accuracy by gold/key position",
+}
+
+
+def render_markdown(data: RunData, tables: dict[str, Table], plot_paths: Sequence[Path], curve=()) -> str:
+    run_dir, cells = data.run_dir, data.cells
+    parts = [f"# Report: {run_dir.name}", ""]
+    parts.append(
+        "Scores are 100 x the task's metric (named in each column; LongBench rounding). In parentheses: the "
+        "difference to the full-context row of the same reader, paired over the examples both scored, with its "
+        "95% bootstrap interval (10,000 resamples); `*` marks an interval that excludes 0. Averages over tasks "
+        "are paired on (task, example). n per cell, p-values (paired sign-flip test) and the intervals are in "
+        "`scores.csv`. Each cell averages the lines of `predictions.jsonl` with its `task` and `config_hash` "
+        "(see the efficiency table for the hash of each row)."
+    )
+    n_failures = sum(c.n_failed for c in cells)
+    if n_failures:
+        parts.append(f"\n**{n_failures} example(s) failed and are excluded from the scores** (see `failures.jsonl`; "
+                     "`ctxcomp run --resume` retries them).")
+    for name, (header, body) in tables.items():
+        if body:
+            parts += ["", f"## {TITLES[name]}", "", markdown_table(header, body)]
+    if curve:
+        from experiments.report.curve import curve_table
+
+        parts += ["", "## Open-domain curve: retriever recall@k and reader accuracy@k", "", markdown_table(*curve_table(curve))]
+    if plot_paths:
+        parts += ["", "## Plots", ""]
+        parts += [f"![{p.stem}]({p.relative_to(run_dir).as_posix()})" for p in plot_paths if p.suffix == ".png"]
+    return "\n".join(parts) + "\n"
+
+
+def _write_plots(run_dir: Path, cells: Sequence[Cell]) -> list[Path]:
+    from experiments.report import plots
+
+    out = run_dir / "plots"
+    out.mkdir(exist_ok=True)
+    paths: list[Path] = []
+    deltas: dict[str, dict[str, float]] = defaultdict(dict)
+    intervals: dict[str, dict[str, tuple[float, float]]] = defaultdict(dict)
+    for c in cells:
+        if not c.is_full and any(f.is_full and f.task == c.task and f.reader == c.reader for f in cells):
+            name = f"{c.reader} | {c.compressor}"
+            deltas[name][c.task] = c.delta_paired if c.delta_paired is not None else float("nan")
+            if c.delta_ci95 is not None:
+                intervals[name][c.task] = (c.delta_ci95[0], c.delta_ci95[1])
+    if deltas:
+        paths += plots.plot_delta_bars(dict(deltas), out / "delta_vs_full.png", dict(intervals))
+    buckets = {f"{c.reader} | {c.compressor} | {c.task}": c.buckets for c in cells if len(c.buckets) > 1}
+    if buckets:
+        paths += plots.plot_length_buckets(buckets, out / "length_buckets.png")
+    for task in dict.fromkeys(c.task for c in cells):
+        series = {f"{c.reader} | {c.compressor}": c for c in cells if c.task == task and c.by_position}
+        numeric = {
+            label: {int(k): v / 100 for k, v in c.by_position.items() if k.lstrip("-").isdigit()} for label, c in series.items()
+        }
+        numeric = {k: v for k, v in numeric.items() if len(v) > 1}
+        if numeric:
+            closed = {label: c.by_position["closed_book"] / 100 for label, c in series.items() if "closed_book" in c.by_position}
+            oracle = {label: c.by_position["oracle"] / 100 for label, c in series.items() if "oracle" in c.by_position}
+            cis = {label: {int(k): (lo / 100, hi / 100) for k, (lo, hi) in c.by_position_ci.items() if k.lstrip("-").isdigit()}
+                   for label, c in series.items()}
+            paths += plots.plot_position(numeric, out / f"position_{task}.png", closed_book=closed or None,
+                                         oracle=oracle or None, intervals=cis)
+    return [Path(p) for p in paths]

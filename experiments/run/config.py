@@ -1,0 +1,322 @@
+"""Run configuration: a YAML file parsed into typed models and expanded into a grid.
+
+Precedence is defaults < file < CLI overrides; the resolved config is written
+back into the run directory.  Lists inside a component's ``params`` expand
+into a grid (product), except keys named in ``zip`` which are paired, so
+LongBench's 200x7 / 500x3 is ``{chunk_size: [200, 500], top_n: [7, 3], zip: [chunk_size, top_n]}``.
+"""
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from indexes.ground import ComponentSpec, UserError
+
+
+class ConfigError(UserError):
+    """A config file is invalid; the message names the file and the offending key."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ComponentConfig(_Strict):
+    """A component by registry name (or ``pkg.module:Class``) with its own parameters only."""
+
+    name: str
+    params: dict[str, Any] = Field(default_factory=dict)
+    label: str | None = None
+    zip: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_string(cls, value: Any) -> Any:
+        return {"name": value} if isinstance(value, str) else value
+
+    @field_validator("params")
+    @classmethod
+    def _no_secrets(cls, params: dict[str, Any]) -> dict[str, Any]:
+        """Refuse API keys written into a config: the config is copied into every run directory."""
+        for path, key, value in _walk(params):
+            secret_name = _SECRET_KEY.search(key) and not key.endswith(("_env", "_file"))
+            if secret_name or (isinstance(value, str) and value.startswith(("sk-", "Bearer "))):
+                raise ValueError(
+                    f"{path} looks like a secret; configs are copied into run directories, so give the name of an "
+                    "environment variable (api_key_env) or a key file outside the run directory (api_key_file) instead"
+                )
+        return params
+
+    @property
+    def spec(self) -> ComponentSpec:
+        """The section as the registries take it."""
+        return ComponentSpec(self.name, dict(self.params), self.label)
+
+    @model_validator(mode="after")
+    def _zip_keys_are_lists(self) -> "ComponentConfig":
+        lengths = set()
+        for key in self.zip:
+            if key not in self.params or not isinstance(self.params[key], list):
+                raise ValueError(f"zip key {key!r} must name a list-valued entry of params")
+            lengths.add(len(self.params[key]))
+        if len(lengths) > 1:
+            raise ValueError(f"zip keys {self.zip} must have lists of equal length, got lengths {sorted(lengths)}")
+        return self
+
+
+_SECRET_KEY = re.compile(r"(^|_)(api_?key|secret|password|token)$", re.IGNORECASE)
+
+
+def _walk(node: Any, prefix: str = "params"):
+    """(dotted path, key, value) for every entry of nested dicts and lists."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield f"{prefix}.{key}", str(key), value
+            yield from _walk(value, f"{prefix}.{key}")
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            yield f"{prefix}.{i}", "", value
+            yield from _walk(value, f"{prefix}.{i}")
+
+
+class SyntheticSource(_Strict):
+    """Data the project makes itself (offline quickstart, KV sweeps)."""
+
+    kind: Literal["multidoc_qa", "kv"]
+    n: int = Field(20, gt=0)
+    num_docs: int = Field(10, gt=0)
+    num_keys: int = Field(20, gt=1)
+    words_per_doc: int = Field(80, gt=5)
+    seed: int = 0
+
+
+class DistractorConfig(_Strict):
+    """Where gold-only examples get their distractors: the top hits of a retriever that lack the answer
+    (the paper's construction), or passages drawn at random (its appendix B); both from the task's own file."""
+
+    method: Literal["retriever", "random"] = "retriever"
+    retriever: ComponentConfig = Field(default_factory=lambda: ComponentConfig(name="bm25"))
+    seed: int = 0
+
+
+class SweepConfig(_Strict):
+    """Lost in the Middle: move the gold document (or KV key) through these positions."""
+
+    positions: list[int]
+    num_docs: int | None = None
+    closed_book: bool = False
+    oracle: bool = False
+    distractors: DistractorConfig | None = None
+
+
+class OpenDomainConfig(_Strict):
+    """Open-domain QA (LITM Fig. 11): each question gets the ``depth`` best passages of one retriever over a corpus.
+
+    ``corpus``: a Lost in the Middle QA file whose passages form the corpus
+    (default: the task's own file, all of it, whatever ``limit`` says).
+    """
+
+    retriever: ComponentConfig = Field(default_factory=lambda: ComponentConfig(name="bm25"))
+    depth: int = Field(50, gt=0)
+    corpus: str | None = None
+
+
+class TaskConfig(_Strict):
+    """One task: which spec (prompt, metric, max new tokens) and where its examples come from."""
+
+    name: str
+    label: str | None = None
+    path: str | None = None
+    hf: str | None = None
+    hf_name: str | None = None
+    split: str = "test"
+    synthetic: SyntheticSource | None = None
+    limit: int | None = Field(None, gt=0)
+    length_instruction: bool | None = None
+    query_aware: bool = False
+    prompt_fixes: bool = False
+    max_new_tokens: int | None = Field(None, gt=0)
+    sweep: SweepConfig | None = None
+    open_domain: OpenDomainConfig | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_string(cls, value: Any) -> Any:
+        return {"name": value} if isinstance(value, str) else value
+
+    @property
+    def key(self) -> str:
+        """The name this task has in predictions and reports (``label`` tells two variants of one spec apart)."""
+        return self.label or self.name
+
+    @model_validator(mode="after")
+    def _one_source(self) -> "TaskConfig":
+        given = [k for k in ("path", "hf", "synthetic") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(f"task {self.name!r} needs exactly one of path, hf, synthetic (got {given or 'none'})")
+        if self.sweep is not None and self.open_domain is not None:
+            raise ValueError(f"task {self.name!r}: a sweep and open_domain do not combine; use two tasks")
+        return self
+
+
+class RunConfig(_Strict):
+    name: str = "run"
+    output_dir: str | None = None
+    tasks: list[TaskConfig]
+    compressors: list[ComponentConfig] = Field(default_factory=lambda: [ComponentConfig(name="full")])
+    readers: list[ComponentConfig]
+    batch_size: int = Field(8, gt=0)
+    save_prompts: bool = True
+
+    @field_validator("tasks", "readers")
+    @classmethod
+    def _non_empty(cls, value: list) -> list:
+        if not value:
+            raise ValueError("must list at least one entry")
+        return value
+
+    @field_validator("tasks")
+    @classmethod
+    def _unique_task_keys(cls, tasks: list[TaskConfig]) -> list[TaskConfig]:
+        keys = [t.key for t in tasks]
+        dupes = sorted({k for k in keys if keys.count(k) > 1})
+        if dupes:
+            raise ValueError(f"tasks {dupes} appear more than once; give each variant a distinct `label`")
+        return tasks
+
+
+def _format_validation_error(err: ValidationError, source: str) -> str:
+    """One line for one problem (``invalid config FILE: key: message``), an indented list for several."""
+    lines = [f"invalid config {source}:"]
+    for e in err.errors():
+        loc = ".".join(str(p) for p in e["loc"]) or "(top level)"
+        msg = e["msg"]
+        if e["type"] == "extra_forbidden":
+            msg = "unknown key"
+        elif e["type"] == "literal_error":
+            msg = f"{msg} (got {e.get('input')!r})"
+        lines.append(f"  {loc}: {msg}")
+    if len(lines) == 2:
+        return f"{lines[0]} {lines[1].strip()}"
+    return "\n".join(lines)
+
+
+def parse_config(data: dict[str, Any], source: str = "<config>") -> RunConfig:
+    try:
+        return RunConfig.model_validate(data)
+    except ValidationError as err:
+        raise ConfigError(_format_validation_error(err, source)) from None
+
+
+def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> RunConfig:
+    """Read a YAML config, apply CLI overrides (dotted keys), and validate it."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"config file not found: {path}")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark else str(path)
+        raise ConfigError(f"invalid YAML in {where}: {getattr(err, 'problem', err)}") from None
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"config {path} is not UTF-8: {err}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"config {path} must be a mapping at the top level, got {type(data).__name__}")
+    for dotted, value in (overrides or {}).items():
+        _set_dotted(data, dotted, value)
+    return parse_config(data, str(path))
+
+
+def _set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
+    """``tasks.0.limit=5``: dict keys by name, list items by index; missing levels are created,
+    and a short form such as ``- full`` becomes ``{name: full}`` so its params can be set."""
+    keys = dotted.split(".")
+    node: Any = data
+    for depth, key in enumerate(keys):
+        where = ".".join(keys[:depth]) or "the config"
+        if isinstance(node, list):
+            if not key.isdigit() or int(key) >= len(node):
+                raise ConfigError(f"--set {dotted}: {where} has no item {key!r} (it has {len(node)})")
+            key = int(key)  # type: ignore[assignment]
+        elif not isinstance(node, dict):
+            raise ConfigError(f"--set {dotted}: {where} is neither a mapping nor a list")
+        if depth == len(keys) - 1:
+            node[key] = value
+            return
+        child = node[key] if isinstance(node, list) else node.get(key)
+        if child is None or isinstance(child, str):
+            child = {} if child is None else {"name": child}
+            node[key] = child
+        node = child
+
+
+# -- grid ---------------------------------------------------------------------
+
+
+def expand_component(spec: ComponentConfig) -> list[ComponentConfig]:
+    """All concrete components a spec with list-valued params stands for, in a stable order."""
+    zipped = spec.zip
+    free = [k for k, v in spec.params.items() if isinstance(v, list) and k not in zipped]
+    fixed = {k: v for k, v in spec.params.items() if k not in free and k not in zipped}
+    zip_rows = list(zip(*(spec.params[k] for k in zipped))) if zipped else [()]
+    out = []
+    for zip_values in zip_rows:
+        for free_values in itertools.product(*(spec.params[k] for k in free)):
+            params = dict(fixed)
+            params.update(zip(zipped, zip_values))
+            params.update(zip(free, free_values))
+            params = {k: params[k] for k in spec.params}  # keep the user's key order
+            out.append(ComponentConfig(name=spec.name, params=params, label=spec.label))
+    return out
+
+
+def canonical_json(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def short_hash(obj: Any, n: int = 12) -> str:
+    return hashlib.sha256(canonical_json(obj).encode("utf-8")).hexdigest()[:n]
+
+
+class GridPoint(BaseModel):
+    """One compressor x reader combination; its hash keys predictions across runs and resumes."""
+
+    model_config = ConfigDict(frozen=True)
+
+    compressor: ComponentConfig
+    reader: ComponentConfig
+
+    @property
+    def config_hash(self) -> str:
+        return short_hash(
+            {
+                "compressor": {"name": self.compressor.name, "params": self.compressor.params},
+                "reader": {"name": self.reader.name, "params": self.reader.params},
+            }
+        )
+
+
+
+def expand_grid(config: RunConfig) -> list[GridPoint]:
+    readers = [r for spec in config.readers for r in expand_component(spec)]
+    compressors = [c for spec in config.compressors for c in expand_component(spec)]
+    points = [GridPoint(compressor=c, reader=r) for r in readers for c in compressors]
+    seen: dict[str, GridPoint] = {}
+    for point in points:
+        seen.setdefault(point.config_hash, point)
+    return list(seen.values())
+
+
+def dump_config(config: RunConfig, path: Path) -> None:
+    """Write the resolved config (every default filled in) beside the results."""
+    from experiments.data.store import write_atomic
+
+    write_atomic(path, yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False, allow_unicode=True))

@@ -1,0 +1,99 @@
+"""The examples of one task of a run config: from a file, the hub or a generator, then swept or retrieved for."""
+from __future__ import annotations
+
+from experiments.data.loaders import load_examples, load_hf
+from experiments.data.records import Example
+from experiments.run.config import TaskConfig
+from experiments.tasks.specs import TaskSpec, get_task
+from indexes.ground import UserError
+
+
+def task_spec(task: TaskConfig) -> TaskSpec:
+    """The task's spec with the config's opt-in prompt fixes applied."""
+    spec = get_task(task.name)
+    return spec.with_fixes() if task.prompt_fixes else spec
+
+
+def load_task_examples(task: TaskConfig, *, progress: bool = False) -> list[Example]:
+    """Examples of one task, from a file, the Hugging Face hub or the project's own generator, swept if asked.
+
+    ``limit`` keeps the first N questions; an open-domain corpus is always the whole file.
+    """
+    spec = task_spec(task)
+    if task.path is not None:
+        examples = load_examples(task.path, spec.family, _task_name(spec, task), limit=task.limit)
+    elif task.hf is not None:
+        examples = load_hf(task.hf, name=task.hf_name, split=task.split, family=spec.family,
+                           task=_task_name(spec, task))[: task.limit]
+    else:
+        examples = _synthetic_examples(task)[: task.limit]
+    if task.sweep is not None:
+        examples = _sweep(spec, examples, task)
+    if task.open_domain is not None:
+        examples = _open_domain(spec, examples, task, progress)
+    return examples
+
+
+def _task_name(spec: TaskSpec, task: TaskConfig) -> str | None:
+    return None if spec.family == "longbench" and task.name.endswith("_e") else spec.name
+
+
+def _synthetic_examples(task: TaskConfig) -> list[Example]:
+    src = task.synthetic
+    assert src is not None  # guaranteed by TaskConfig validation
+    if src.kind == "multidoc_qa":
+        from experiments.data.synthetic import make_multidoc_qa
+
+        return make_multidoc_qa(src.n, num_docs=src.num_docs, words_per_doc=src.words_per_doc, seed=src.seed)
+    from experiments.protocols.kv import generate_kv_examples
+
+    return generate_kv_examples(src.n, src.num_keys, seed=src.seed)
+
+
+def _sweep(spec: TaskSpec, examples: list[Example], task: TaskConfig) -> list[Example]:
+    sweep = task.sweep
+    assert sweep is not None
+    if spec.family == "litm_kv":
+        from experiments.protocols.kv import key_position_sweep
+
+        return key_position_sweep(examples, sweep.positions)
+    from experiments.protocols import litm
+
+    num_docs = sweep.num_docs or max(len(ex.passages) for ex in examples)
+    if any(len(litm.distractors(ex)) < num_docs - 1 for ex in examples):
+        if sweep.distractors is None:
+            raise UserError(f"task {task.key!r}: {num_docs} documents need distractors these examples lack; "
+                            "add `distractors: {method: retriever}` (or `random`) to the sweep")
+        examples = _with_distractors(examples, task, num_docs)
+    out = litm.position_sweep(examples, sweep.positions, num_docs)
+    if sweep.closed_book:
+        out += [litm.closed_book(ex) for ex in examples]
+    if sweep.oracle:
+        out += [litm.oracle(ex) for ex in examples]
+    return out
+
+
+def _with_distractors(examples: list[Example], task: TaskConfig, num_docs: int) -> list[Example]:
+    from experiments.protocols.corpus import load_litm_corpus
+    from experiments.protocols.litm import add_distractors
+
+    sweep = task.sweep
+    assert sweep is not None and sweep.distractors is not None and task.path is not None
+    _, corpus = load_litm_corpus(task.path)  # the whole file, whatever `limit` keeps
+    d = sweep.distractors
+    return add_distractors(examples, corpus, num_docs, d.retriever.spec, method=d.method, seed=d.seed)
+
+
+def _open_domain(spec: TaskSpec, examples: list[Example], task: TaskConfig, progress: bool) -> list[Example]:
+    from experiments.protocols.corpus import load_litm_corpus
+    from experiments.protocols.open_domain import open_domain_examples
+
+    od = task.open_domain
+    assert od is not None
+    corpus_file = od.corpus or task.path
+    if corpus_file is None:
+        raise UserError(f"task {task.key!r}: open_domain needs a corpus file (`corpus:` or the task's `path:`)")
+    if spec.family != "litm_qa":
+        raise UserError(f"task {task.key!r}: open_domain works on Lost in the Middle QA tasks, not {spec.family}")
+    _, corpus = load_litm_corpus(corpus_file)
+    return open_domain_examples(examples, corpus, retriever=od.retriever.spec, depth=od.depth, progress=progress)

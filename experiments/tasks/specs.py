@@ -1,0 +1,171 @@
+"""Task specifications, read from the data files beside this module, in one registry.
+
+A task says what a benchmark asks and how it is judged: its prompt
+template(s), metric, max new tokens, and the few switches the reference
+scripts apply (LongBench's first-line rule and no-chat tasks, L-Eval's system
+prompt and length instruction).  The templates are the references' own files
+or strings, kept as data so parity tests compare files:
+
+- ``longbench/dataset2prompt.json`` and ``dataset2maxlen.json``: byte for byte
+  as released (THUDM/LongBench ``config/``), typos included; ``prompt_fixes.json``
+  holds the opt-in corrections (``TaskConfig.prompt_fixes``);
+- ``leval/tasks.yaml``: L-Eval's system prompts and user templates
+  (``Baselines/LEval_config.py``, ``Baselines/turbo16k-test.py``);
+- ``litm/*.prompt``: Lost in the Middle's prompt files;
+- ``m4le/tasks.yaml``: ours (M4LE released no generic template).
+
+A new task is one YAML file: name it in a config by path (``tasks: [{name:
+./mytask.yaml, path: ...}]``) or register it under the entry-point group
+``ctxcomp.tasks`` (a ``TaskSpec`` object).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from importlib.resources import files
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+from indexes.ground import ParamError, Registry, UnknownComponentError, UserError
+
+FAMILIES = ("longbench", "leval", "m4le", "litm_qa", "litm_kv")
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """One task.
+
+    ``prompt`` is the user template (``{context}`` and ``{input}``, or the Lost
+    in the Middle fields); ``variants`` holds alternatives by name
+    (``query_aware``, ``closed_book``).  ``system`` goes to chat readers as a
+    system message.  ``first_line_only``: LongBench's eval.py scores only the
+    first line.  ``chat=False`` where LongBench feeds the raw prompt;
+    ``None`` lets the reader decide.  ``length_instruction``: L-Eval's
+    output-length sentence is added to the query by default.
+    """
+
+    name: str
+    family: str
+    category: str
+    lang: str
+    metric: str
+    max_new_tokens: int
+    prompt: str
+    variants: Mapping[str, str] = field(default_factory=dict)
+    first_line_only: bool = False
+    chat: bool | None = None
+    system: str | None = None
+    length_instruction: bool = False
+    length_sentence: str = ""
+    fixes: tuple[tuple[str, str], ...] = ()  # opt-in (old, new) corrections of the released prompt
+    source: str = ""
+
+    def template(self, variant: str = "default") -> str:
+        if variant == "default":
+            return self.prompt
+        if variant not in self.variants:
+            raise UserError(f"task {self.name!r} has no {variant!r} prompt; it has: default, {', '.join(self.variants)}")
+        return self.variants[variant]
+
+    def with_fixes(self) -> "TaskSpec":
+        """The spec with its released prompt's known typos corrected (an opt-in departure from the reference)."""
+        prompt = self.prompt
+        for old, new in self.fixes:
+            prompt = prompt.replace(old, new)
+        return replace(self, prompt=prompt)
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> "TaskSpec":
+        """A task from one YAML file: ``name, family, category, lang, metric, max_new_tokens, prompt`` (+ optional fields)."""
+        path = Path(path)
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError) as err:
+            raise UserError(f"cannot read task file {path}: {err}") from None
+        if not isinstance(data, dict):
+            raise UserError(f"task file {path} must hold a mapping")
+        allowed = set(cls.__dataclass_fields__) - {"source", "fixes"}
+        unknown = sorted(set(data) - allowed)
+        if unknown:
+            raise UserError(f"task file {path}: unknown key {', '.join(unknown)}; accepted: {', '.join(sorted(allowed))}")
+        try:
+            spec = cls(**data, source=str(path))
+        except TypeError as err:
+            raise UserError(f"task file {path}: {err}") from None
+        if spec.family not in FAMILIES:
+            raise UserError(f"task file {path}: family must be one of {', '.join(FAMILIES)}, got {spec.family!r}")
+        return spec
+
+
+TASKS: Registry[TaskSpec] = Registry("tasks", TaskSpec)
+
+
+def _data(*parts: str) -> str:
+    return (files("experiments.tasks").joinpath(*parts)).read_text(encoding="utf-8")
+
+
+def _load_longbench() -> None:
+    prompts = json.loads(_data("longbench", "dataset2prompt.json"))
+    maxlen = json.loads(_data("longbench", "dataset2maxlen.json"))
+    fixes = json.loads(_data("longbench", "prompt_fixes.json"))
+    for name, info in yaml.safe_load(_data("longbench", "tasks.yaml"))["tasks"].items():
+        TASKS.add(name, TaskSpec(
+            name=name, family="longbench", category=info["category"], lang=info["lang"], metric=info["metric"],
+            max_new_tokens=maxlen[name], prompt=prompts[name], first_line_only=info.get("first_line_only", False),
+            chat=info.get("chat"), fixes=tuple(tuple(f) for f in fixes.get(name, ())),
+            source="experiments/tasks/longbench",
+        ))
+
+
+def _load_leval() -> None:
+    data = yaml.safe_load(_data("leval", "tasks.yaml"))
+    for name, info in data["tasks"].items():
+        TASKS.add(f"leval_{name}", TaskSpec(
+            name=f"leval_{name}", family="leval", category=info["category"], lang="en", metric=info["metric"],
+            max_new_tokens=data["max_new_tokens"], prompt=data["templates"][info["template"]],
+            system=data["systems"][info["system"]], length_instruction=info.get("length_instruction", False),
+            length_sentence=data["length_sentence"], source="experiments/tasks/leval",
+        ))
+
+
+def _load_litm() -> None:
+    for name, info in yaml.safe_load(_data("litm", "tasks.yaml"))["tasks"].items():
+        prompts = {variant: _data("litm", file) for variant, file in info["prompts"].items()}
+        TASKS.add(name, TaskSpec(
+            name=name, family="litm_kv" if name == "kv_retrieval" else "litm_qa", category=info["category"],
+            lang="en", metric=info["metric"], max_new_tokens=info["max_new_tokens"], prompt=prompts.pop("default"),
+            variants=prompts, source="experiments/tasks/litm",
+        ))
+
+
+def _load_m4le() -> None:
+    for name, info in yaml.safe_load(_data("m4le", "tasks.yaml"))["tasks"].items():
+        TASKS.add(name, TaskSpec(name=name, family="m4le", lang="en", source="experiments/tasks/m4le", **info))
+
+
+for _load in (_load_longbench, _load_leval, _load_litm, _load_m4le):
+    _load()
+
+
+def get_task(name: str) -> TaskSpec:
+    """A task by name; ``<longbench>_e`` (LongBench-E), bare L-Eval names and paths to task files are accepted."""
+    if isinstance(name, str) and name.endswith((".yaml", ".yml")):
+        return TaskSpec.from_file(name)
+    if name in TASKS:
+        return TASKS.get(name)
+    if name.endswith("_e") and name[:-2] in TASKS and TASKS.get(name[:-2]).family == "longbench":
+        return TASKS.get(name[:-2])
+    if f"leval_{name}" in TASKS:
+        return TASKS.get(f"leval_{name}")
+    return TASKS.get(name)  # raises UnknownComponentError with close names
+
+
+def describe(spec: TaskSpec) -> dict[str, Any]:
+    """The spec's settings for listings and run manifests (templates shortened)."""
+    return {"family": spec.family, "category": spec.category, "metric": spec.metric,
+            "max_new_tokens": spec.max_new_tokens, "lang": spec.lang}
+
+
+__all__ = ["FAMILIES", "ParamError", "TASKS", "TaskSpec", "UnknownComponentError", "describe", "get_task"]

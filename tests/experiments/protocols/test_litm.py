@@ -1,0 +1,89 @@
+"""Lost in the Middle protocols: gold placement, closed-book/oracle, distractor mining, accuracy by position."""
+from __future__ import annotations
+
+import pytest
+
+from experiments.protocols import litm
+from experiments.data.records import Example
+from indexes.text import has_answer
+from indexes.types import Passage
+
+ORACLE = "lost_in_the_middle/nq-open-oracle.jsonl.gz"
+
+
+def _example(n_distractors: int = 4) -> Example:
+    gold = Passage("Paris is the capital of France.", "France", "g", is_gold=True, has_answer=True)
+    others = [Passage(f"Distractor number {i}.", f"D{i}", f"d{i}") for i in range(n_distractors)]
+    return Example(id="q1", task="nq_multidoc", query="What is the capital of France?", context="",
+                   answers=("Paris",), passages=(others[0], gold, *others[1:]))
+
+
+def test_with_gold_at_places_gold_and_keeps_distractor_order():
+    ex = litm.with_gold_at(_example(), 2, 4)
+    assert [p.doc_id for p in ex.passages] == ["d0", "d1", "g", "d2"]
+    assert ex.id == "q1@gold2"
+    assert ex.meta["gold_position"] == 2 and ex.meta["num_docs"] == 4
+    lines = ex.context.split("\n")
+    assert lines[2] == "Document [3](Title: France) Paris is the capital of France."
+    assert lines[0] == "Document [1](Title: D0) Distractor number 0."
+
+
+@pytest.mark.parametrize("position,num_docs", [(-1, 4), (4, 4), (0, 7)])
+def test_with_gold_at_rejects_bad_positions_and_too_few_distractors(position, num_docs):
+    with pytest.raises(ValueError):
+        litm.with_gold_at(_example(), position, num_docs)
+
+
+def test_closed_book_and_oracle():
+    cb = litm.closed_book(_example())
+    assert cb.passages == () and cb.context == "" and cb.id.endswith("@closedbook")
+    orc = litm.oracle(_example())
+    assert [p.doc_id for p in orc.passages] == ["g"]
+    assert orc.context == "Document [1](Title: France) Paris is the capital of France."
+
+
+def test_position_sweep_is_position_major():
+    examples = [_example(), _example()]
+    swept = litm.position_sweep(examples, [0, 3], 4)
+    assert [e.meta["gold_position"] for e in swept] == [0, 0, 3, 3]
+    assert swept[2].passages[3].is_gold
+
+
+def test_accuracy_by_position_skips_failures_and_bounds():
+    rows = [
+        {"score": 1.0, "meta": {"gold_position": 0}},
+        {"score": 0.0, "meta": {"gold_position": 0}},
+        {"score": 1.0, "gold_position": 4},
+        {"score": None, "error": "timeout", "meta": {"gold_position": 4}},
+        {"score": 0.0, "meta": {"gold_position": 0, "protocol": "oracle"}},
+        {"score": 1.0, "meta": {"protocol": "closed_book"}},
+    ]
+    assert litm.accuracy_by_position(rows) == {0: 0.5, 4: 1.0}
+
+
+def test_add_distractors_on_synthetic_corpus():
+    corpus = [Passage(f"The river {name} flows north past {town}.", name, f"c{i}")
+              for i, (name, town) in enumerate([("Alder", "Brook"), ("Birch", "Cove"), ("Cedar", "Dale"),
+                                               ("Elm", "Paris"), ("Fir", "Glen")])]
+    gold = Passage("The river Oak flows past Paris.", "Oak", "g", is_gold=True, has_answer=True)
+    ex = Example(id="q", task="nq_multidoc", query="Which town does the river Oak flow past?", context="",
+                 answers=("Paris",), passages=(gold,))
+    out = litm.add_distractors([ex], [*corpus, gold], 4)[0]
+    assert out.passages[0] == gold and len(out.passages) == 4
+    assert all(not has_answer(p.text, ex.answers) for p in out.passages[1:])  # "Elm ... Paris" is skipped
+    assert "Elm" not in [p.title for p in out.passages]
+
+
+def test_add_distractors_on_real_oracle(shared_data):
+    from experiments.curve import load_litm_corpus
+
+    questions, corpus = load_litm_corpus(shared_data / ORACLE)
+    built = litm.add_distractors(questions[:50], corpus, 10)
+    assert len(built) == 50
+    for original, ex in zip(questions[:50], built):
+        assert len(ex.passages) == 10 and ex.passages[0].is_gold
+        assert ex.passages[0].text == litm.gold_passage(original).text
+        assert not any(has_answer(p.text, ex.answers) for p in ex.passages[1:])
+        assert len({p.text for p in ex.passages}) == 10
+    swept = litm.with_gold_at(built[0], 9, 10)
+    assert swept.passages[9].is_gold and swept.context.count("Document [") == 10

@@ -1,0 +1,39 @@
+"""The README's main command, end to end and offline (shrunk with --set so it stays quick)."""
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from experiments.cli.app import app
+
+SMALL = ["--set", "tasks.0.synthetic.n=4", "--set", "tasks.1.synthetic.n=2"]
+
+
+def _records(run_dir):
+    return [json.loads(l) for l in (run_dir / "predictions.jsonl").read_text().splitlines()]
+
+
+def test_quickstart_with_the_model_free_baseline_writes_table_report_and_plots(tmp_path):
+    out = tmp_path / "qs"
+    result = CliRunner().invoke(app, ["quickstart", "--reader", "extractive", "--out", str(out), *SMALL])
+    assert result.exit_code == 0, result.output
+    assert "| reader | compressor | kv_retrieval | nq_multidoc | avg |" in result.output
+    records = _records(out)
+    assert len(records) == (4 + 2) * 3  # full + bm25 + minilm arms
+    assert {r["compressor"] for r in records} == {
+        "full", "retrieval(bm25, top3, order=document)", "retrieval(minilm, top3, order=document)"}
+    assert (out / "report.md").is_file() and (out / "plots" / "delta_vs_full.png").is_file()
+    again = CliRunner().invoke(app, ["quickstart", "--reader", "extractive", "--out", str(out), *SMALL])
+    assert again.exit_code == 0 and "0 predicted, 18 reused" in again.output
+
+
+@pytest.mark.slow
+def test_quickstart_with_the_offline_llm(tmp_path):
+    out = tmp_path / "qs"
+    result = CliRunner().invoke(app, ["quickstart", "--out", str(out), "--set", "tasks.0.synthetic.n=2",
+                                      "--set", "tasks.1.synthetic.n=1", "--set", "compressors.1.params.retriever=bm25"])
+    assert result.exit_code == 0, result.output
+    records = _records(out)
+    assert len(records) == 3 * 2 and all(r["reader"] == "smollm2" for r in records)
+    assert all(r["prediction"].strip() and r["reader_tokens_out"] > 0 for r in records)
+    assert not (out / "failures.jsonl").exists() or not (out / "failures.jsonl").read_text()
