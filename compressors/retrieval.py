@@ -27,6 +27,7 @@ Unit = Literal["chunk", "passage", "auto"]
 ORDERS: tuple[str, ...] = ("score", "document")
 UNITS: tuple[str, ...] = ("chunk", "passage", "auto")
 DEFAULT_TOP_N = 3
+DEFAULT_CHUNK_SIZE = 500  # words, LongBench's BM25 setting
 
 
 def split_context(chunker: Any, item: Compressible) -> list[Chunk]:
@@ -52,7 +53,8 @@ class RetrievalCompressor(Compressor):
     retriever: a retriever name or ``{name, params}`` section; built once,
         re-indexed per example (each example's chunks form their own corpus).
     chunker, chunk_size: how the context is split; ``chunk_size`` is in the
-        chunker's units (words for ``longbench``, characters for Chinese).
+        chunker's units (words for ``longbench``, characters for Chinese;
+        default 500).  Titled passages are units of their own (``unit``).
     top_n: keep this many chunks (default 3 when no ``token_budget``).
     token_budget: instead (or as well), keep chunks in rank order while the
         joined text stays within this many ``count_tokens`` units; a chunk
@@ -71,7 +73,7 @@ class RetrievalCompressor(Compressor):
         self,
         retriever: SpecLike = "bm25",
         chunker: SpecLike = "longbench",
-        chunk_size: int = 500,
+        chunk_size: int | None = None,
         top_n: int | None = None,
         token_budget: int | None = None,
         order: Order | None = None,
@@ -85,7 +87,8 @@ class RetrievalCompressor(Compressor):
             _positive_int(top_n, "retrieval: top_n")
         if token_budget is not None:
             _positive_int(token_budget, "retrieval: token_budget")
-        _positive_int(chunk_size, "retrieval: chunk_size")
+        if chunk_size is not None:
+            _positive_int(chunk_size, "retrieval: chunk_size")
         if unit not in UNITS:
             raise ParamError(f"retrieval: unit must be one of {UNITS}, got {unit!r}")
         if order is not None and order not in ORDERS:
@@ -102,12 +105,13 @@ class RetrievalCompressor(Compressor):
         self.order: str = order or "score"
         self.separator = "\n\n" if separator is None else separator
         self.unit = unit
-        self.chunk_size = chunk_size
+        self.chunk_size_given = chunk_size is not None
+        self.chunk_size = chunk_size if chunk_size is not None else DEFAULT_CHUNK_SIZE
         self.longbench_compat = longbench_compat
 
         self._chunker_spec = ComponentSpec.parse(chunker, "retrieval: chunker")
         compat_chunker = {"compat": True} if longbench_compat and self._chunker_spec.name == "longbench" else {}
-        self._chunker = make_chunker(self._chunker_spec, chunk_size, **compat_chunker)
+        self._chunker = make_chunker(self._chunker_spec, self.chunk_size, **compat_chunker)
 
         retriever_spec = ComponentSpec.parse(retriever, "retrieval: retriever")
         compat_retriever = {"longbench_compat": True} if longbench_compat and retriever_spec.name == "bm25" else {}
@@ -126,7 +130,8 @@ class RetrievalCompressor(Compressor):
     @property
     def label(self) -> str:
         retriever = getattr(self.retriever, "label", None) or self.retriever.identity
-        amount = f"{self.chunk_size}x{self.top_n}" if self.top_n is not None else f"{self.chunk_size}x*"
+        size = f"{self.chunk_size}x" if self.chunk_size_given else "top"
+        amount = f"{size}{self.top_n}" if self.top_n is not None else f"{size}*"
         if self.token_budget is not None:
             amount += f", <={self.token_budget} tokens"
         compat = ", longbench_compat" if self.longbench_compat else ""

@@ -105,3 +105,7 @@ class MiniLMRetriever(SentenceTransformerRetriever):
 
     def _model_id(self, model: str | Path) -> str:
         return "sentence-transformers/all-MiniLM-L6-v2" if Path(model) == packaged_minilm_path() else str(model)
+
+    @property
+    def label(self) -> str:
+        return "minilm" if self.encoder.model_id.startswith("sentence-transformers/all-MiniLM-L6-v2") else super().label

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.data.store import FAILURES, GRID, PREDICTIONS, TRACES, JsonlLog, record_key
-from experiments.report.stats import PairedDelta, mean_interval, paired_delta
+from experiments.report.stats import MIN_PAIRS, PairedDelta, mean_interval, paired_delta
 from experiments.scoring.registry import ItemScore, aggregate, length_bucket
 from experiments.tasks.specs import get_task
 from indexes.ground import UnknownComponentError, UserError
@@ -58,6 +58,7 @@ class Cell:
 
     @property
     def paired(self) -> PairedDelta | None:
+        """The paired delta with its interval, or ``None`` below ``MIN_PAIRS`` pairs."""
         if self.delta_paired is None or self.delta_ci95 is None:
             return None
         return PairedDelta(self.delta_paired, self.delta_ci95[0], self.delta_ci95[1], self.p_value or float("nan"),
@@ -223,8 +224,11 @@ def _attach_deltas(cells: list[Cell], items: dict[tuple[str, str], dict[str, flo
             continue
         c.delta_vs_full = round(c.score - base.score, 2)
         pd = paired_vs(items.get((base.task, base.config_hash), {}), items.get((c.task, c.config_hash), {}))
+        c.n_paired = pd.n
         if pd.n:
-            c.delta_paired, c.delta_ci95, c.n_paired, c.p_value = pd.delta, [pd.lo, pd.hi], pd.n, pd.p_value
+            c.delta_paired = pd.delta
+        if pd.n >= MIN_PAIRS:
+            c.delta_ci95, c.p_value = [pd.lo, pd.hi], pd.p_value
 
 
 def paired_vs(base: dict[str, float], other: dict[str, float], strata: dict[str, str] | None = None) -> PairedDelta:

@@ -25,6 +25,9 @@ import numpy as np
 N_RESAMPLES = 10_000
 SEED = 0
 CONFIDENCE = 0.95
+# Below this many pairs a bootstrap interval says little (with one pair it collapses to a point):
+# reports then give the delta and its n, without an interval or a p-value.
+MIN_PAIRS = 5
 _CHUNK = 1_000
 
 

@@ -12,7 +12,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from experiments.report.cells import Cell, paired_vs, pos_order
-from experiments.report.stats import PairedDelta, format_delta
+from experiments.report.stats import MIN_PAIRS, PairedDelta, format_delta
 from experiments.scoring.registry import LONGBENCH_E_BUCKETS
 
 Table = tuple[list[str], list[list[str]]]
@@ -20,12 +20,15 @@ Table = tuple[list[str], list[list[str]]]
 
 def _fmt(score: float, paired: PairedDelta | None = None, delta: float | None = None) -> str:
     """``34.38`` for a baseline; ``34.38 (-6.24 [-18.75, +6.25])`` with the paired delta and its 95% interval,
-    a star when the interval excludes 0."""
+    a star when the interval excludes 0; below ``MIN_PAIRS`` pairs only the delta and n."""
     if score != score:  # NaN: every example of the cell failed
         return "—"
-    if paired is not None and paired.n:
+    if paired is not None and paired.n >= MIN_PAIRS:
         return f"{score:.2f} ({format_delta(paired)})"
-    return f"{score:.2f}" if delta is None else f"{score:.2f} ({delta:+.2f})"
+    if delta is None:
+        return f"{score:.2f}"
+    n = f", n={paired.n}" if paired is not None else ""
+    return f"{score:.2f} ({delta:+.2f}{n})"
 
 
 def rows_in_order(cells: Sequence[Cell]) -> list[tuple[str, str]]:
@@ -69,7 +72,7 @@ def score_table(cells: Sequence[Cell], items: dict[tuple[str, str], dict[str, fl
         row = [reader, comp]
         for t in tasks:
             c = by_key.get((reader, comp, t))
-            row.append(_fmt(c.score, c.paired, c.delta_vs_full) if c else "")
+            row.append(_fmt(c.score, c.paired or _bare(c), c.delta_vs_full) if c else "")
         if len(tasks) > 1:
             groups = [[c for c in cells if c.reader == reader and c.compressor == comp and c.category == cat] for cat in categories]
             groups.append([c for c in cells if c.reader == reader and c.compressor == comp])
@@ -85,6 +88,11 @@ def score_table(cells: Sequence[Cell], items: dict[tuple[str, str], dict[str, fl
                 row.append(_fmt(avg, paired, None if base is None else round(avg - base, 2)) if group else "")
         body.append(row)
     return header, body
+
+
+def _bare(c: Cell) -> PairedDelta | None:
+    nan = float("nan")
+    return PairedDelta(c.delta_paired, nan, nan, nan, c.n_paired) if c.delta_paired is not None else None
 
 
 def _paired_average(group: Sequence[Cell], cells: Sequence[Cell],

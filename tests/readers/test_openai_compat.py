@@ -1,7 +1,6 @@
 """OpenAICompatReader against the real local fake server: retries, faults, order, key hygiene."""
 from __future__ import annotations
 
-import hashlib
 import logging
 import time
 
@@ -165,4 +164,6 @@ def test_identity_names_what_changes_output():
     b = OpenAICompatReader("m1", base_url="http://127.0.0.1:1/v1", max_context=200, **fast())
     c = OpenAICompatReader("m1", base_url="http://127.0.0.1:1/v1", max_context=100, truncation="left", **fast())
     assert len({a.identity, b.identity, c.identity}) == 3
-    assert hashlib.sha256(a.identity.encode()).hexdigest()  # a plain string, hashable into cache keys
+    same = OpenAICompatReader("m1", base_url="http://127.0.0.1:1/v1", max_context=100, **fast())
+    assert isinstance(a.identity, str) and a.identity == same.identity  # equal settings share cache entries
+    assert KEY not in a.identity

@@ -22,12 +22,14 @@ REPO = Path(__file__).resolve().parents[2]
 BAD_INPUTS = Path(__file__).resolve().parent / "bad_inputs"
 
 # Small backoff so hundreds of retried requests finish in seconds; timeout < hang so hangs are cut by the client.
-FAST_RETRY = {"timeout_s": 1.0, "backoff_base_s": 0.01, "backoff_max_s": 0.05}
+FAST_RETRY = {"backoff_base_s": 0.01, "backoff_max_s": 0.05}
 
 
-def openai_reader(base_url: str, **params: Any) -> dict[str, Any]:
+def openai_reader(base_url: str, max_retries: int = 6, **params: Any) -> dict[str, Any]:
     """A reader section for the ``openai`` reader pointed at a fake server."""
-    return {"name": "openai", "params": {"model": "fake-model", "base_url": base_url, **FAST_RETRY, **params}}
+    retry = {**FAST_RETRY, "max_retries": max_retries}
+    return {"name": "openai", "params": {"model": "fake-model", "base_url": base_url, "timeout_s": 1.0,
+                                         "retry": retry, **params}}
 
 
 def synthetic_config(reader: dict[str, Any], *, n_qa: int, n_kv: int = 0, batch_size: int = 16, **top: Any) -> dict[str, Any]:

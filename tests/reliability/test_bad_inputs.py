@@ -13,7 +13,7 @@ import yaml
 
 from experiments.run.config import parse_config
 from experiments.data.loaders import DataError, load_examples
-from experiments.report import load_run
+from experiments.report.cells import load_run
 from experiments.run.runner import Runner
 from readers.base import GenerationRequest
 from tests.support.fake_openai import FakeOpenAIServer
@@ -44,7 +44,7 @@ def _where(name: str, line: int | None) -> str:
 @pytest.mark.parametrize(("name", "line", "field", "problem"), DATA_ERRORS + EMPTY_CONTEXTS)
 def test_loader_names_file_line_and_field(name, line, field, problem):
     with pytest.raises(DataError) as info:
-        load_examples(BAD / name, "hotpotqa")
+        load_examples(BAD / name, "longbench", "hotpotqa")
     message = str(info.value)
     assert message.startswith(_where(name, line))
     if field is not None:
@@ -277,9 +277,9 @@ def test_an_over_long_sentence_becomes_its_own_chunk(cli):
 
 def test_a_document_larger_than_the_reader_context_is_truncated_and_flagged(tmp_path, rel, fresh_cache):
     fresh_cache("long")
-    long_doc = load_examples(BAD / "long_document.jsonl", "hotpotqa")[0].context
+    long_doc = load_examples(BAD / "long_document.jsonl", "longbench", "hotpotqa")[0].context
     with FakeOpenAIServer() as server:
-        reader = OpenAICompatReader("fake-model", base_url=server.base_url, max_context=512, **rel.FAST_RETRY)
+        reader = OpenAICompatReader("fake-model", base_url=server.base_url, max_context=512, timeout_s=1.0, retry=rel.FAST_RETRY)
         (gen,) = reader.generate([GenerationRequest(prompt=long_doc + "\nQuestion: capital?", max_new_tokens=32)])
         reader.close()
         assert gen.ok and gen.truncated

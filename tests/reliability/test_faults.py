@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from experiments.run.config import parse_config
-from experiments.report import load_run, write_report
+from experiments.report.cells import load_run
+from experiments.report.write import write_report
 from experiments.run.runner import Runner
 from tests.support.fake_openai import FAULT_KINDS, FakeOpenAIServer
 

@@ -201,7 +201,9 @@ def test_sigkill_at_random_points_then_resume_loses_and_repeats_nothing(tmp_path
         per_prompt[h] = per_prompt.get(h, 0) + 1
     assert set(per_prompt) == {r["prompt_hash"] for r in records}
     repeated = sum(per_prompt.values()) - len(per_prompt)
-    assert len(calls) <= TOTAL + len(landed) * 2  # at most the in-flight requests (concurrency 2) per kill
+    # a prompt is asked again only if its request was in flight when a kill landed: at most concurrency (2) per kill
+    assert repeated <= len(landed) * 2, per_prompt
+    assert len(calls) == len(per_prompt) + repeated and len(per_prompt) <= TOTAL
 
     figures["kill_resume"] = {
         "examples": TOTAL,

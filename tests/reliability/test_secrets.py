@@ -162,7 +162,7 @@ def test_reader_errors_and_repr_redact_the_key(key, monkeypatch):
 
     monkeypatch.setenv("OPENAI_API_KEY", key)
     with EchoHeadersServer(401) as echo:
-        reader = OpenAICompatReader("fake-model", base_url=echo.base_url, max_retries=0, timeout_s=2)
+        reader = OpenAICompatReader("fake-model", base_url=echo.base_url, retry={"max_retries": 0}, timeout_s=2)
         from readers.base import GenerationRequest
 
         (gen,) = reader.generate([GenerationRequest(prompt="Question: hi?")])

@@ -289,7 +289,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         srv = self.server_ref
-        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length)
+        if len(raw) < length:  # the client went away mid-request (a killed process): nothing to answer
+            self.close_connection = True
+            return
         path = self.path.split("?", 1)[0].rstrip("/")
         if not self._authorised():
             return

@@ -6,9 +6,7 @@ import json
 
 import pytest
 
-from experiments.data.loaders import (
-    DataError, load_examples, load_leval, load_litm_kv, load_litm_qa, load_longbench, load_m4le,
-)
+from experiments.data.loaders import DataError, load_examples, load_litm_kv, load_litm_qa
 
 
 def test_leval_real_files_expand_one_example_per_instruction(shared_data):
@@ -19,18 +17,17 @@ def test_leval_real_files_expand_one_example_per_instruction(shared_data):
         assert examples[0].task == f"leval_{name}"
         assert examples[0].id == f"leval_{name}-1-0"
         assert examples[0].source.endswith(f"{name}.jsonl:1")
-    nq = load_leval(shared_data / "leval" / "natural_question.jsonl", task="natural_question")
+    nq = load_examples(shared_data / "leval" / "natural_question.jsonl", "leval", "leval_natural_question")
     assert nq[0].query == "when did season 2 of handmaid's tale start"
     assert nq[0].answers == ("April 25 , 2018",)
     assert nq[1].context == nq[0].context and nq[1].id == "leval_natural_question-1-1"
 
 
-def test_leval_length_instruction_counts_reference_words(shared_data):
-    examples = load_leval(shared_data / "leval" / "natural_question.jsonl", length_instruction=True)
-    # "April 25 , 2018" is four whitespace-separated words
-    assert examples[0].query == (
-        "when did season 2 of handmaid's tale start The suggested output length is around 4 words."
-    )
+def test_leval_keeps_the_reference_word_count_for_the_length_instruction(shared_data):
+    examples = load_examples(shared_data / "leval" / "natural_question.jsonl", "leval")
+    # "April 25 , 2018" is four whitespace-separated words, as turbo16k-test.py counts them (len(out.split()))
+    assert examples[0].query == "when did season 2 of handmaid's tale start"
+    assert examples[0].meta["reference_words"] == 4
 
 
 def test_litm_qa_real_file(shared_data):
@@ -66,7 +63,7 @@ LB = {"input": "首都是哪里？", "context": "北京是中国的首都。", "
 
 def test_longbench_jsonl_json_array_and_gzip(tmp_path):
     jsonl = _write(tmp_path / "m.jsonl", [json.dumps(LB, ensure_ascii=False)])
-    (ex,) = load_longbench(jsonl)
+    (ex,) = load_examples(jsonl, "longbench")
     assert (ex.id, ex.task, ex.lang, ex.length, ex.answers, ex.source) == (
         "abc123", "multifieldqa_zh", "zh", 9, ("北京",), f"{jsonl}:1")
     array = tmp_path / "m.json"
@@ -75,13 +72,13 @@ def test_longbench_jsonl_json_array_and_gzip(tmp_path):
     gz = tmp_path / "m.jsonl.gz"
     with gzip.open(gz, "wt", encoding="utf-8") as handle:
         handle.write(json.dumps(LB) + "\n" + json.dumps(LB) + "\n")
-    assert len(load_examples(gz, "multifieldqa_zh", limit=1)) == 1
+    assert len(load_examples(gz, "longbench", "multifieldqa_zh", limit=1)) == 1
 
 
 def test_m4le_record(tmp_path):
     record = {"instruction": "Which paragraph mentions X?", "input": "one two three", "answers": ["2"],
               "input_length": 3, "total_length": 10, "length_bucket": 1000}
-    (ex,) = load_m4le(_write(tmp_path / "m4.jsonl", [json.dumps(record)]))
+    (ex,) = load_examples(_write(tmp_path / "m4.jsonl", [json.dumps(record)]), "m4le")
     assert (ex.id, ex.length, ex.meta["length_bucket"]) == ("m4le-1", 3, 1000)
     assert load_examples(tmp_path / "m4.jsonl")[0].task == "m4le"
 
@@ -97,14 +94,14 @@ def test_missing_field_names_line_and_field(tmp_path):
     good = {"question": "q", **record}
     path = _write(tmp_path / "qa.jsonl", [json.dumps(good), json.dumps(record | {"question": None})])
     with pytest.raises(DataError) as info:
-        load_examples(path, "nq_multidoc")
+        load_examples(path, "litm_qa")
     assert ":2:" in str(info.value) and "'question'" in str(info.value)
 
 
 def test_wrong_type_names_the_field(tmp_path):
     path = _write(tmp_path / "lb.jsonl", [json.dumps(LB | {"answers": "北京"})])
     with pytest.raises(DataError, match=r"lb\.jsonl:1: field 'answers'"):
-        load_longbench(path)
+        load_examples(path, "longbench")
     path = _write(tmp_path / "kv.jsonl", [json.dumps({"ordered_kv_records": [["k"]], "key": "k", "value": "v"})])
     with pytest.raises(DataError, match=r"ordered_kv_records\[0\]"):
         load_litm_kv(path)

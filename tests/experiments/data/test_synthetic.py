@@ -1,7 +1,7 @@
 """Synthetic multi-document QA: deterministic, answerable from the gold passage only, retrievable by BM25."""
 from __future__ import annotations
 
-from experiments.data.synthetic import make_kv, make_multidoc_qa
+from experiments.data.synthetic import make_multidoc_qa
 from indexes.text import contains_answer
 
 
@@ -30,8 +30,3 @@ def test_bm25_finds_gold_at_rank_one():
         top = retriever.search([ex.query], 1)[0][0]
         hits_at_1 += top.chunk.text == next(p.text for p in ex.passages if p.is_gold)
     assert hits_at_1 / len(examples) >= 0.8
-
-
-def test_make_kv():
-    examples = make_kv(2, num_keys=5, seed=1)
-    assert len(examples) == 2 and all(len(e.passages) == 5 for e in examples)

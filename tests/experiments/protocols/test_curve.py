@@ -1,28 +1,35 @@
-"""Open-domain curve: recall@k vs reader accuracy@k, saturation, failure accounting, files written."""
+"""The open-domain curve as a runner mode: recall@k vs reader accuracy@k, per-question records, resume, no NaN."""
 from __future__ import annotations
 
 import csv
 import json
+import math
 from typing import Sequence
 
 import pytest
 
-from experiments.curve import load_litm_corpus, run_curve, saturation_k
+from experiments.data.store import write_jsonl
 from experiments.data.synthetic import make_multidoc_qa
+from experiments.protocols.litm import litm_qa_record
+from experiments.report.cells import load_run
+from experiments.report.curve import curve_rows, saturation_k
+from experiments.run.config import parse_config
+from experiments.run.runner import Runner
 from readers.base import Generation, GenerationRequest, Reader
 from readers.extractive import ExtractiveReader
 
 ORACLE = "lost_in_the_middle/nq-open-oracle.jsonl.gz"
+HERE = "tests.experiments.protocols.test_curve"
 
 
 @pytest.mark.parametrize(
     "acc,expected",
     [
-        ({1: 0.30, 5: 0.50, 20: 0.505, 50: 0.51}, 5),  # 0.50 is exactly 1 point below the best
-        ({1: 0.20, 2: 0.40, 5: 0.60}, 5),
-        ({1: 0.50, 5: 0.30, 10: 0.495}, 1),  # the best can come first
-        ({10: 0.42}, 10),
-        ({1: 0.30, 5: 0.489, 20: 0.50}, 20),  # 1.1 points below is not saturated
+        ({1: 30.0, 5: 50.0, 20: 50.5, 50: 51.0}, 5),  # 50.0 is exactly 1 point below the best
+        ({1: 20.0, 2: 40.0, 5: 60.0}, 5),
+        ({1: 50.0, 5: 30.0, 10: 49.5}, 1),  # the best can come first
+        ({10: 42.0}, 10),
+        ({1: 30.0, 5: 48.9, 20: 50.0}, 20),  # 1.1 points below is not saturated
     ],
 )
 def test_saturation_k_hand_cases(acc, expected):
@@ -45,6 +52,10 @@ class HalfBrokenReader(Reader):
     def identity(self) -> str:
         return "half-broken"
 
+    @property
+    def label(self) -> str:
+        return "half-broken"
+
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
         out = []
         for gen in self.inner.generate(requests):
@@ -53,51 +64,97 @@ class HalfBrokenReader(Reader):
         return out
 
 
-def _corpus_of(examples):
-    seen = {}
-    for ex in examples:
-        for p in ex.passages:
-            seen.setdefault((p.title, p.text), p)
-    return list(seen.values())
+class DeadReader(HalfBrokenReader):
+    @property
+    def identity(self) -> str:
+        return "dead"
+
+    @property
+    def label(self) -> str:
+        return "dead"
+
+    def generate(self, requests):
+        return [Generation(text="", error="connection refused") for _ in requests]
 
 
-def test_curve_on_synthetic_counts_failures_and_writes_files(tmp_path):
-    questions = make_multidoc_qa(12, num_docs=4, words_per_doc=40, seed=2)
-    result = run_curve(questions, _corpus_of(questions), retriever="bm25",
-                       readers=["extractive", HalfBrokenReader()], ks=[1, 3], out_dir=tmp_path, progress=False)
-    by = {(r.reader, r.k): r for r in result.rows}
-    assert by[("extractive", 1)].n == 12 and by[("extractive", 1)].failed == 0
-    assert by[("half-broken", 1)].n == 6 and by[("half-broken", 1)].failed == 6
-    assert result.recall[1] >= 0.8  # the entity name picks out the gold passage
-    with open(tmp_path / "curve.csv", newline="") as f:
-        rows = list(csv.DictReader(f))
-    assert list(rows[0]) == ["reader", "k", "recall", "accuracy", "n", "failed"]
-    assert [(r["reader"], r["n"], r["failed"]) for r in rows if r["k"] == "1"] == [("extractive", "12", "0"), ("half-broken", "6", "6")]
-    assert len(rows) == 4 and all(0 <= float(r["accuracy"]) <= 1 for r in rows)
-    info = json.loads((tmp_path / "curve.json").read_text())
-    assert info["failed"]["half-broken"] == {"1": 6, "3": 6}
-    assert set(info["saturation_k"]) == {"extractive", "half-broken"}
-    for name in ("curve.png", "curve.svg"):
-        assert (tmp_path / name).stat().st_size > 1000
+def _litm_file(tmp_path, n=12, seed=2):
+    questions = make_multidoc_qa(n, num_docs=4, words_per_doc=40, seed=seed)
+    return write_jsonl([litm_qa_record(q) for q in questions], tmp_path / "qa.jsonl"), questions
 
 
-def test_curve_on_real_oracle(shared_data, tmp_path):
-    questions, corpus = load_litm_corpus(shared_data / ORACLE)
-    assert len(questions) == 2655 and len(corpus) == 2600  # 55 gold passages serve two questions
-    result = run_curve(questions[:30], corpus, retriever="bm25", readers=["extractive"], ks=[1, 5, 20],
-                       out_dir=tmp_path, progress=False)
-    recall = [result.recall[k] for k in (1, 5, 20)]
+def _curve_config(path, readers, ks, limit=None, retriever="bm25"):
+    return parse_config({
+        "name": "curve",
+        "tasks": [{"name": "nq_multidoc", "label": "nq_open", "path": str(path), "limit": limit,
+                   "open_domain": {"retriever": retriever, "depth": max(ks)}}],
+        "compressors": [{"name": "top_k", "params": {"k": ks}}],
+        "readers": readers,
+    })
+
+
+def _run(cfg, out):
+    runner = Runner.create(cfg, out, progress=False) if not (out / "config.yaml").exists() else Runner.resume(out, progress=False)
+    try:
+        return runner.run()
+    finally:
+        runner.close()
+
+
+def test_curve_rows_count_failures_per_question_and_never_write_nan(tmp_path):
+    path, questions = _litm_file(tmp_path)
+    readers = [{"name": "extractive"}, {"name": f"{HERE}:HalfBrokenReader"}, {"name": f"{HERE}:DeadReader"}]
+    out = tmp_path / "run"
+    stats = _run(_curve_config(path, readers, [1, 3]), out)
+    assert stats.predicted == 12 * 2 + 6 * 2 and stats.failed == 6 * 2 + 12 * 2
+    from experiments.report.write import write_report
+
+    write_report(out, plots=False)
+    rows = {(r.reader, r.k): r for r in curve_rows(load_run(out))}
+    assert rows[("extractive", 1)].n == 12 and rows[("extractive", 1)].failed == 0
+    assert rows[("half-broken", 1)].n == 6 and rows[("half-broken", 1)].failed == 6
+    dead = rows[("dead", 3)]
+    assert (dead.accuracy, dead.recall, dead.n, dead.failed) == (None, None, 0, 12) and "failed" in dead.note
+    # recall@k from the per-question records: the kept passages contain the answer
+    preds = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
+    at1 = [p for p in preds if p["reader"] == "extractive" and p["kept_chunks"] and len(p["kept_chunks"]) == 1]
+    assert len(at1) == 12 and rows[("extractive", 1)].recall == pytest.approx(
+        100 * sum(p["answer_in_context"] for p in at1) / 12, abs=0.01)
+    assert rows[("extractive", 1)].recall >= 80  # the entity name picks out the gold passage
+    text = (out / "curve.csv").read_text()
+    assert "nan" not in text.lower()
+    with open(out / "curve.csv", newline="") as f:
+        dead_row = next(r for r in csv.DictReader(f) if r["reader"] == "dead" and r["k"] == "3")
+    assert dead_row["accuracy"] == "" and dead_row["failed"] == "12"
+    info = json.loads((out / "curve.json").read_text())  # strict JSON: no NaN anywhere
+    assert any(r["reader"] == "dead" and r["accuracy"] is None for r in info["rows"])
+    lo, hi = rows[("extractive", 3)].accuracy_ci
+    assert lo <= rows[("extractive", 3)].accuracy <= hi
+
+
+def test_curve_resumes_and_a_second_run_reuses_everything(tmp_path):
+    path, _ = _litm_file(tmp_path, n=8, seed=5)
+    out = tmp_path / "run"
+    cfg = _curve_config(path, [{"name": "extractive"}], [1, 2, 4])
+    first = _run(cfg, out)
+    lines = (out / "predictions.jsonl").read_text().splitlines()
+    (out / "predictions.jsonl").write_text("\n".join(lines[:10]) + "\n" + lines[10][:25])  # a kill mid-write
+    second = _run(cfg, out)
+    assert (first.predicted, second.predicted, second.already_done) == (24, 14, 10)
+    keys = [(r["id"], r["config_hash"]) for r in map(json.loads, (out / "predictions.jsonl").read_text().splitlines())]
+    assert len(keys) == len(set(keys)) == 24
+
+
+def test_curve_on_real_oracle_keeps_the_whole_corpus(shared_data, tmp_path):
+    out = tmp_path / "run"
+    _run(_curve_config(shared_data / ORACLE, [{"name": "extractive"}], [1, 5, 20], limit=30), out)
+    preds = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
+    assert {p["meta"]["corpus_size"] for p in preds} == {2600}  # --limit limits questions, never the corpus
+    rows = {r.k: r for r in curve_rows(load_run(out))}
+    recall = [rows[k].recall for k in (1, 5, 20)]
     assert recall == sorted(recall) and recall[2] > recall[0]
-    acc = result.accuracy["extractive"]
-    assert all(0 <= a <= 1 for a in acc.values()) and max(acc.values()) > 0
-    assert result.saturation["extractive"] in (1, 5, 20)
-
-
-def test_bad_ks(tmp_path):
-    questions = make_multidoc_qa(2, num_docs=2, seed=1)
-    with pytest.raises(ValueError):
-        run_curve(questions, _corpus_of(questions), retriever="bm25", readers=["extractive"], ks=[0, 1],
-                  out_dir=tmp_path, progress=False)
+    best = max(r.accuracy for r in rows.values())
+    expected = min(k for k, r in rows.items() if r.accuracy >= best - 1.0)
+    assert saturation_k({k: r.accuracy for k, r in rows.items()}) == expected
 
 
 def _app():
@@ -117,20 +174,22 @@ def _app():
 def test_curve_command_and_errors(tmp_path):
     from typer.testing import CliRunner
 
-    from experiments.protocols.litm import litm_qa_record
-    from experiments.protocols.m4le import write_jsonl
-
-    questions = make_multidoc_qa(6, num_docs=3, words_per_doc=30, seed=4)
-    data = write_jsonl([litm_qa_record(q) for q in questions], tmp_path / "qa.jsonl")
+    path, _ = _litm_file(tmp_path, n=6, seed=4)
     runner = CliRunner()
-    ok = runner.invoke(_app(), ["curve", "--litm", str(data), "--reader", "extractive", "--ks", "1,2",
+    ok = runner.invoke(_app(), ["curve", "--litm", str(path), "--reader", "extractive", "--ks", "1,2",
                                 "--out", str(tmp_path / "out")])
     assert ok.exit_code == 0, ok.output
-    assert "saturation k (extractive)" in ok.output and (tmp_path / "out" / "curve.csv").is_file()
-    bad = runner.invoke(_app(), ["curve", "--litm", str(data), "--ks", "1,x", "--out", str(tmp_path / "o2")])
+    assert "saturation k" in ok.output and (tmp_path / "out" / "curve.csv").is_file()
+    assert (tmp_path / "out" / "plots" / "curve.png").stat().st_size > 1000
+    again = runner.invoke(_app(), ["curve", "--litm", str(path), "--reader", "extractive", "--ks", "1,2",
+                                   "--out", str(tmp_path / "out")])
+    assert again.exit_code == 0 and "0 predicted, 12 already done" in again.output
+    bad = runner.invoke(_app(), ["curve", "--litm", str(path), "--ks", "1,x", "--out", str(tmp_path / "o2")])
     assert bad.exit_code == 2 and "--ks" in bad.output
-    missing = runner.invoke(_app(), ["curve", "--litm", str(tmp_path / "nope.jsonl"), "--out", str(tmp_path)])
-    assert missing.exit_code == 2
+    missing = runner.invoke(_app(), ["curve", "--litm", str(tmp_path / "nope.jsonl"), "--out", str(tmp_path / "o3")])
+    assert missing.exit_code == 2 and "nope.jsonl" in missing.output
+    typo = runner.invoke(_app(), ["curve", "--litm", str(path), "--retriever", "bm52", "--out", str(tmp_path / "o4")])
+    assert typo.exit_code == 2 and "Did you mean 'bm25'" in typo.output
 
 
 def test_build_commands_write_loadable_files(tmp_path):
@@ -138,8 +197,8 @@ def test_build_commands_write_loadable_files(tmp_path):
 
     from experiments.protocols.kv import key_position
     from experiments.protocols.litm import litm_qa_record
-    from experiments.data.loaders import load_litm_kv, load_litm_qa, load_m4le
-    from experiments.protocols.m4le import write_jsonl
+    from experiments.data.loaders import load_examples, load_litm_kv, load_litm_qa
+    from experiments.data.store import write_jsonl
 
     runner = CliRunner()
     kv_out = tmp_path / "kv.jsonl.gz"
@@ -163,16 +222,16 @@ def test_build_commands_write_loadable_files(tmp_path):
     res = runner.invoke(_app(), ["m4le", "--source", str(gold_only), "--target-words", "500,1000",
                                  "--ability", "semantic_single,explicit_single", "--n", "2", "--out", str(m4le_out)])
     assert res.exit_code == 0, res.output
-    assert len(load_m4le(m4le_out)) == 8
+    assert len(load_examples(m4le_out, "m4le")) == 8
 
 
 @pytest.mark.slow
 def test_curve_with_real_smollm2(tmp_path):
     """The real offline LLM reads short synthetic contexts; kept tiny (3 questions, 2 cut-offs)."""
     pytest.importorskip("readers.smollm2")
-    questions = make_multidoc_qa(3, num_docs=3, words_per_doc=30, seed=9)
-    result = run_curve(questions, _corpus_of(questions), retriever="bm25", readers=["smollm2"], ks=[1, 3],
-                       out_dir=tmp_path, progress=False)
-    rows = {r.k: r for r in result.rows}
-    assert rows[1].n + rows[1].failed == 3 and rows[1].failed == 0
-    assert all(0 <= r.accuracy <= 1 for r in result.rows)
+    path, _ = _litm_file(tmp_path, n=3, seed=9)
+    out = tmp_path / "run"
+    stats = _run(_curve_config(path, [{"name": "smollm2"}], [1, 3]), out)
+    assert (stats.predicted, stats.failed) == (6, 0)
+    rows = curve_rows(load_run(out))
+    assert all(r.n == 3 and 0 <= r.accuracy <= 100 and not math.isnan(r.accuracy) for r in rows)

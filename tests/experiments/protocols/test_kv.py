@@ -45,7 +45,7 @@ def test_with_key_at_rejects_out_of_range():
 
 def test_generated_file_reads_back_identically(tmp_path):
     from experiments.data.loaders import load_litm_kv
-    from experiments.protocols.m4le import write_jsonl
+    from experiments.data.store import write_jsonl
 
     records = kv.generate_kv_records(3, 8, seed=2)
     path = write_jsonl(records, tmp_path / "kv.jsonl")
@@ -56,14 +56,21 @@ def test_generated_file_reads_back_identically(tmp_path):
         assert [p.text for p in a.passages] == [p.text for p in b.passages]
 
 
-def test_published_file_flows_like_generated(shared_data):
+def test_published_records_against_the_raw_file(shared_data):
+    """The loader and the key sweep, checked against the published file read with gzip and json alone."""
+    import gzip
+
     from experiments.data.loaders import load_litm_kv
 
-    published = load_litm_kv(shared_data / KV_FILE)[:5]
-    for ex in published:
-        rebuilt = kv.kv_example(kv.litm_kv_record(ex.meta["ordered_kv_records"], ex.query), ex.id, ex.source)
-        assert rebuilt.context == ex.context and rebuilt.passages == ex.passages
+    with gzip.open(shared_data / KV_FILE, "rt", encoding="utf-8") as handle:
+        raw = [json.loads(line) for _, line in zip(range(5), handle)]
+    loaded = load_litm_kv(shared_data / KV_FILE)[:5]
+    for record, ex in zip(raw, loaded):
+        assert (ex.query, ex.answers) == (record["key"], (record["value"],))
+        # LITM's prompt renders the records as one JSON object in their published order
+        assert list(json.loads(ex.context).items()) == [tuple(pair) for pair in record["ordered_kv_records"]]
         moved = kv.with_key_at(ex, 0)
-        assert kv.key_position(moved) == 0
-        assert json.loads(moved.context)[ex.query] == ex.answers[0]  # LITM's rendering is valid JSON
-        assert len(json.loads(moved.context)) == 75
+        order = [k for k, _ in json.loads(moved.context).items()]
+        others = [k for k, _ in record["ordered_kv_records"] if k != record["key"]]
+        assert order == [record["key"], *others]  # the key first, the other 74 keep their published order
+        assert json.loads(moved.context)[record["key"]] == record["value"]

@@ -5,6 +5,7 @@ import pytest
 
 from experiments.protocols import litm
 from experiments.data.records import Example
+from indexes.ground import UserError
 from indexes.text import has_answer
 from indexes.types import Passage
 
@@ -49,18 +50,6 @@ def test_position_sweep_is_position_major():
     assert swept[2].passages[3].is_gold
 
 
-def test_accuracy_by_position_skips_failures_and_bounds():
-    rows = [
-        {"score": 1.0, "meta": {"gold_position": 0}},
-        {"score": 0.0, "meta": {"gold_position": 0}},
-        {"score": 1.0, "gold_position": 4},
-        {"score": None, "error": "timeout", "meta": {"gold_position": 4}},
-        {"score": 0.0, "meta": {"gold_position": 0, "protocol": "oracle"}},
-        {"score": 1.0, "meta": {"protocol": "closed_book"}},
-    ]
-    assert litm.accuracy_by_position(rows) == {0: 0.5, 4: 1.0}
-
-
 def test_add_distractors_on_synthetic_corpus():
     corpus = [Passage(f"The river {name} flows north past {town}.", name, f"c{i}")
               for i, (name, town) in enumerate([("Alder", "Brook"), ("Birch", "Cove"), ("Cedar", "Dale"),
@@ -75,7 +64,7 @@ def test_add_distractors_on_synthetic_corpus():
 
 
 def test_add_distractors_on_real_oracle(shared_data):
-    from experiments.curve import load_litm_corpus
+    from experiments.protocols.corpus import load_litm_corpus
 
     questions, corpus = load_litm_corpus(shared_data / ORACLE)
     built = litm.add_distractors(questions[:50], corpus, 10)
@@ -87,3 +76,25 @@ def test_add_distractors_on_real_oracle(shared_data):
         assert len({p.text for p in ex.passages}) == 10
     swept = litm.with_gold_at(built[0], 9, 10)
     assert swept.passages[9].is_gold and swept.context.count("Document [") == 10
+
+
+def test_random_distractors_are_seeded_per_example_and_lack_the_answer(shared_data):
+    from experiments.protocols.corpus import load_litm_corpus
+
+    questions, corpus = load_litm_corpus(shared_data / ORACLE)
+    a = litm.add_distractors(questions[:20], corpus, 10, method="random", seed=3)
+    b = litm.add_distractors(questions[5:20], corpus, 10, method="random", seed=3)
+    c = litm.add_distractors(questions[:20], corpus, 10, method="random", seed=4)
+    assert [p.text for p in a[5].passages] == [p.text for p in b[0].passages]  # independent of the other examples
+    assert [p.text for p in a[0].passages] != [p.text for p in c[0].passages]
+    for ex in a:
+        assert ex.passages[0].is_gold and ex.meta["distractors"] == "random"
+        assert not any(has_answer(p.text, ex.answers) for p in ex.passages[1:])
+    bm25 = litm.add_distractors(questions[:20], corpus, 10)
+    overlap = sum(len({p.text for p in x.passages[1:]} & {p.text for p in y.passages[1:]}) for x, y in zip(a, bm25))
+    assert overlap < 20  # random draws are not the retriever's top hits (9 x 20 = 180 distractors each)
+
+
+def test_unknown_distractor_method_is_refused():
+    with pytest.raises(UserError, match="distractors must be one of"):
+        litm.add_distractors([_example()], [Passage("x", "y")], 2, method="nearest")

@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from experiments.protocols.m4le import build_m4le, spread_positions, write_jsonl
+from experiments.data.store import write_jsonl
+from experiments.protocols.m4le import build_m4le, spread_positions
 from experiments.data.synthetic import make_multidoc_qa
 from experiments.data.records import Example
 
@@ -62,7 +63,7 @@ def test_multi_span_and_global():
 
 
 def test_real_nq_buckets_and_reload(shared_data, tmp_path):
-    from experiments.data.loaders import load_litm_qa, load_m4le
+    from experiments.data.loaders import load_examples, load_litm_qa
 
     examples = load_litm_qa(shared_data / ORACLE)
     for target in (1000, 4000):
@@ -72,5 +73,5 @@ def test_real_nq_buckets_and_reload(shared_data, tmp_path):
         assert all(r["length_bucket"] == target for r in records)
     path = write_jsonl(records, tmp_path / "m4le.jsonl")
     assert json.loads(path.read_text().splitlines()[0])["instruction"] == records[0]["instruction"]
-    loaded = load_m4le(path)
+    loaded = load_examples(path, "m4le")
     assert len(loaded) == 5 and loaded[0].context == records[0]["input"]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from experiments.curve import CurveRow
+from experiments.report.curve import CurveRow
 from experiments.report.plots import plot_curve, plot_delta_bars, plot_length_buckets, plot_position
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -18,12 +18,12 @@ def _check(paths, tmp_path, stem):
     return svg.read_text()
 
 
-def test_plot_curve_rows_and_dicts(tmp_path):
-    rows = [CurveRow("smollm2", k, r, a, 30) for k, r, a in [(1, 0.4, 0.2), (5, 0.7, 0.3), (20, 0.9, 0.31)]]
-    svg = _check(plot_curve(rows, tmp_path / "curve.png"), tmp_path, "curve")
-    assert "retriever recall@k" in svg and "smollm2 accuracy" in svg
-    dict_rows = [{"reader": "x", "k": "1", "recall": "0.5", "accuracy": "0.25", "n": "3"}]
-    _check(plot_curve(dict_rows, tmp_path / "from_csv.png"), tmp_path, "from_csv")
+def test_plot_curve_with_bands_and_the_saturation_mark(tmp_path):
+    rows = [CurveRow("nq", "smollm2", k, r, (r - 5, r + 5), a, (a - 8, a + 8), 30, 0)
+            for k, r, a in [(1, 40.0, 20.0), (5, 70.0, 30.0), (20, 90.0, 31.0)]]
+    rows.append(CurveRow("nq", "smollm2", 50, None, None, None, None, 0, 30, "all 30 examples failed"))
+    svg = _check(plot_curve(rows, tmp_path / "curve.png", saturation={"smollm2": 5}), tmp_path, "curve")
+    assert "retriever recall@k" in svg and "smollm2 accuracy" in svg and "smollm2 saturates (k=5)" in svg
 
 
 def test_plot_position_with_reference_lines(tmp_path):
@@ -35,8 +35,25 @@ def test_plot_position_with_reference_lines(tmp_path):
 
 def test_plot_delta_bars_and_length_buckets(tmp_path):
     deltas = {"bm25-200x7": {"hotpotqa": -3.1, "qasper": 1.2}, "minilm-500x3": {"hotpotqa": -1.0}}
-    svg = _check(plot_delta_bars(deltas, tmp_path / "delta.png"), tmp_path, "delta")
+    svg = _check(plot_delta_bars(deltas, tmp_path / "delta.png",
+                                 {"bm25-200x7": {"hotpotqa": (-6.0, -0.5)}}), tmp_path, "delta")
     assert "hotpotqa" in svg and "minilm-500x3" in svg
     scores = {"full": {"0-4k": 30.0, "4-8k": 25.0, "8k+": 20.0}, "bm25": {"0-4k": 28.0, "8k+": 22.0}}
     svg = _check(plot_length_buckets(scores, tmp_path / "len.png"), tmp_path, "len")
     assert "8k+" in svg
+
+
+def test_a_zero_delta_is_drawn_and_a_missing_one_is_labelled(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    from experiments.report.plots import _grouped_bars
+
+    fig, ax = plt.subplots()
+    _grouped_bars(ax, {"arm": {"t1": 0.0, "t2": float("nan"), "t3": 2.0}})
+    zero_ticks = [line for line in ax.lines if list(line.get_ydata()) == [0, 0]]
+    assert len(zero_ticks) == 1  # a visible mark where the bar has no height
+    assert [t.get_text() for t in ax.texts] == ["n/a"]
+    plt.close(fig)

@@ -1,8 +1,17 @@
 import json
 
-from experiments.scoring import length_bucket
-from experiments.report import compare_runs, compute_cells, score_table, write_report
+import itertools
+
+import numpy as np
+import pytest
+
 from experiments.data.store import JsonlLog
+from experiments.report.cells import compute_cells
+from experiments.report.compare import compare_runs
+from experiments.report.stats import paired_delta
+from experiments.report.tables import efficiency_table, score_table
+from experiments.report.write import write_report
+from experiments.scoring import length_bucket
 
 
 def rec(task, id_, comp, h, score, *, length=100, meta=None, reader="r", tin=100, tout=25):
@@ -27,6 +36,39 @@ def test_cell_score_is_100_x_mean_rounded_and_delta_is_against_full_of_same_read
     assert cells["retrieval(bm25, 200x7)"].delta_vs_full == -5.56
     assert cells["full"].delta_vs_full is None
     assert cells["retrieval(bm25, 200x7)"].ratio == 4.0  # 300 tokens in / 75 out
+    # paired over a, b, c: (1 - 1) + (1/3 - 0) + (0 - 0.5) = -1/6 over 3 -> -5.56; n = 3 is too few for an interval
+    assert (cells["retrieval(bm25, 200x7)"].delta_paired, cells["retrieval(bm25, 200x7)"].n_paired) == (-5.56, 3)
+    assert cells["retrieval(bm25, 200x7)"].delta_ci95 is None
+
+
+def test_paired_interval_agrees_with_scipy_bootstrap_and_an_exact_sign_flip_test():
+    from scipy import stats
+
+    rng = np.random.default_rng(3)
+    a = rng.integers(0, 2, 60).astype(float)
+    b = np.where(rng.random(60) < 0.25, 1.0 - a, a)  # flip a quarter of the outcomes
+    b[:6] = 1.0  # and a few wins for b
+    pd = paired_delta(a, b)
+    assert pd.n == 60 and pd.delta == round(100 * float((b - a).mean()), 2)
+    ref = stats.bootstrap(((b - a),), np.mean, n_resamples=10_000, method="percentile", confidence_level=0.95,
+                          random_state=11).confidence_interval
+    assert pd.lo == pytest.approx(100 * ref.low, abs=2.0) and pd.hi == pytest.approx(100 * ref.high, abs=2.0)
+    # the sign-flip p-value against the exact enumeration on a small sample (2^12 sign patterns)
+    d = (b - a)[:12] + np.linspace(0, 0.01, 12)  # distinct magnitudes, so the permutation distribution is fine-grained
+    exact = np.mean([abs(np.mean(np.array(signs) * d)) >= abs(d.mean()) - 1e-12
+                     for signs in itertools.product((-1, 1), repeat=12)])
+    assert paired_delta(np.zeros(12), d).p_value == pytest.approx(exact, abs=0.015)
+
+
+def test_cells_with_enough_pairs_carry_interval_n_and_p_value():
+    preds = [rec("hotpotqa", str(i), "full", "F", float(i % 2)) for i in range(40)]
+    preds += [rec("hotpotqa", str(i), "retrieval", "R", 1.0 if i % 4 else 0.0) for i in range(40)]
+    cells = {c.compressor: c for c in compute_cells(preds)}
+    r = cells["retrieval"]
+    assert r.n_paired == 40 and r.delta_paired == 25.0
+    assert r.delta_ci95[0] < 25.0 < r.delta_ci95[1] and 0 <= r.p_value <= 1
+    header, body = score_table(list(cells.values()))
+    assert body[1][2].startswith("75.00 (+25.00 [") and body[1][2].endswith("]*)")  # the star: the interval excludes 0
 
 
 def test_failures_are_counted_not_scored_and_disappear_once_predicted():
@@ -58,10 +100,29 @@ def test_table_layout_rows_reader_x_compressor_columns_tasks_with_averages():
     preds = [rec("hotpotqa", "a", "full", "F", 1.0), rec("gov_report", "a", "full", "F", 0.5),
              rec("hotpotqa", "a", "retrieval", "R", 0.0), rec("gov_report", "a", "retrieval", "R", 0.5)]
     header, body = score_table(compute_cells(preds))
-    assert header[:4] == ["reader", "compressor", "gov_report", "hotpotqa"] or header[:4] == ["reader", "compressor", "hotpotqa", "gov_report"]
+    assert header[:4] == ["reader", "compressor", "hotpotqa (qa_f1)", "gov_report (qa_f1)"]  # first seen, metric named
     assert header[-1] == "avg"
     assert body[0][:2] == ["r", "full"] and body[0][-1] == "75.00"
     assert body[1][:2] == ["r", "retrieval"] and body[1][-1] == "25.00 (-50.00)"
+    assert body[1][2] == "0.00 (-100.00, n=1)"
+
+
+def test_rows_follow_the_config_order_and_efficiency_has_one_row_per_task():
+    manifest = {"tasks": [{"key": "t2"}, {"key": "t1"}],
+                "points": [{"config_hash": "Z"}, {"config_hash": "F"}, {"config_hash": "A"}]}
+    preds = [rec(t, "x", comp, h, 0.5) for t in ("t1", "t2") for comp, h in (("alpha", "A"), ("full", "F"), ("zeta", "Z"))]
+    cells = compute_cells(preds, manifest=manifest)
+    header, body = score_table(cells)
+    assert [row[1] for row in body] == ["zeta", "full", "alpha"] and header[2:4] == ["t2 (qa_f1)", "t1 (qa_f1)"]
+    header, body = efficiency_table(cells)
+    assert [(row[0], row[2]) for row in body] == [("t2", "zeta"), ("t2", "full"), ("t2", "alpha"),
+                                                 ("t1", "zeta"), ("t1", "full"), ("t1", "alpha")]
+
+
+def test_two_configs_with_one_label_never_share_a_row():
+    preds = [rec("hotpotqa", "x", "retrieval(bm25, top3)", "H1", 1.0), rec("hotpotqa", "x", "retrieval(bm25, top3)", "H2", 0.0)]
+    labels = {c.compressor for c in compute_cells(preds)}
+    assert labels == {"retrieval(bm25, top3) [H1]", "retrieval(bm25, top3) [H2]"}
 
 
 def test_write_report_and_compare(tmp_path):
@@ -72,8 +133,17 @@ def test_write_report_and_compare(tmp_path):
     md, plots = write_report(tmp_path / "a", plots=False)
     assert "| r | full | 100.00 |" in md
     assert json.loads((tmp_path / "a" / "scores.json").read_text())["cells"][0]["score"] == 100.0
-    header, body = compare_runs(tmp_path / "a", tmp_path / "b")
-    assert body == [["hotpotqa", "r", "full", "100.00", "0.00", "-100.00", "1", "1"]]
+    header, body, notes = compare_runs(tmp_path / "a", tmp_path / "b")
+    assert body == [["hotpotqa", "r", "full", "100.00", "0.00", "-100.00", "1", "1"]] and notes == []
+
+
+def test_compare_with_no_common_cell_warns_instead_of_half_empty_rows(tmp_path):
+    for name, task in (("a", "hotpotqa"), ("b", "qasper")):
+        (tmp_path / name).mkdir()
+        JsonlLog(tmp_path / name / "predictions.jsonl").append(rec(task, "x", "full", "F", 1.0))
+    header, body, notes = compare_runs(tmp_path / "a", tmp_path / "b")
+    assert body == []
+    assert notes[0].startswith("no cell in common") and "only in A (1): hotpotqa | r | full" in notes[1]
 
 
 def test_a_relabelled_full_context_is_still_the_baseline_and_nan_is_null_in_json(tmp_path):

@@ -3,7 +3,6 @@ import pytest
 from experiments.run.config import (
     ComponentConfig,
     ConfigError,
-    component_label,
     expand_component,
     expand_grid,
     load_config,
@@ -26,7 +25,6 @@ def test_zip_pairs_longbench_grid_200x7_500x3():
     spec = ComponentConfig(name="retrieval", params={"chunk_size": [200, 500], "top_n": [7, 3]}, zip=["chunk_size", "top_n"])
     got = [(c.params["chunk_size"], c.params["top_n"]) for c in expand_component(spec)]
     assert got == [(200, 7), (500, 3)]
-    assert [component_label(c) for c in expand_component(spec)] == ["retrieval(bm25, 200x7)", "retrieval(bm25, 500x3)"]
 
 
 def test_zip_lists_of_unequal_length_are_rejected():
@@ -80,3 +78,15 @@ def test_set_overrides_reach_list_items_and_short_forms(tmp_path):
     assert cfg.tasks[0].limit == 5 and cfg.readers[0].params == {"question_markers": ["Q:"]}
     with pytest.raises(ConfigError, match=r"tasks has no item '3'"):
         load_config(path, {"tasks.3.limit": 5})
+
+
+def test_open_domain_and_sweeps_do_not_combine_and_distractors_are_typed():
+    with pytest.raises(ConfigError, match="a sweep and open_domain do not combine"):
+        parse_config({"tasks": [{"name": "nq_multidoc", "path": "x", "sweep": {"positions": [0]},
+                                 "open_domain": {"depth": 5}}], "readers": ["extractive"]})
+    with pytest.raises(ConfigError, match="method"):
+        parse_config({"tasks": [{"name": "nq_multidoc", "path": "x",
+                                 "sweep": {"positions": [0], "distractors": {"method": "nearest"}}}], "readers": ["extractive"]})
+    cfg = parse_config({"tasks": [{"name": "nq_multidoc", "path": "x", "open_domain": {"retriever": "minilm"}}],
+                        "readers": ["extractive"]})
+    assert (cfg.tasks[0].open_domain.depth, cfg.tasks[0].open_domain.retriever.name) == (50, "minilm")

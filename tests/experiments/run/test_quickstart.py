@@ -17,7 +17,7 @@ def test_quickstart_with_the_model_free_baseline_writes_table_report_and_plots(t
     out = tmp_path / "qs"
     result = CliRunner().invoke(app, ["quickstart", "--reader", "extractive", "--out", str(out), *SMALL])
     assert result.exit_code == 0, result.output
-    assert "| reader | compressor | kv_retrieval | nq_multidoc | avg |" in result.output
+    assert "| reader | compressor | nq_multidoc (litm_qa_em) | kv_retrieval (litm_kv_accuracy) | avg |" in result.output
     records = _records(out)
     assert len(records) == (4 + 2) * 3  # full + bm25 + minilm arms
     assert {r["compressor"] for r in records} == {

@@ -8,7 +8,18 @@ from pathlib import Path
 
 import pytest
 
-from experiments import scoring as m
+import experiments.scoring as scoring
+from experiments.scoring import METRICS
+
+
+class _Metrics:
+    """The registered metrics by attribute (``m.qa_f1``), plus the scoring module's functions."""
+
+    def __getattr__(self, name):
+        return METRICS.get(name) if name in METRICS else getattr(scoring, name)
+
+
+m = _Metrics()
 
 
 def test_qa_f1_squad_normalisation_and_token_counts():
@@ -159,3 +170,35 @@ def test_get_metric_suggests_close_names():
     with pytest.raises(KeyError, match="qa_f1"):
         m.get_metric("qa_f2")
     assert m.get_metric("rouge_l") is m.rouge_l
+
+
+def test_leval_em_searches_the_whole_prediction_as_em_py_does_today():
+    """L-Eval's em.py before October 2023 looked only at the first line longer than one character; today it
+    searches the whole prediction.  The first-line rule stays available under its own name."""
+    pred = "Sure, here it is.\nThe first topic is Space exploration"
+    assert m.leval_em(pred, "space exploration") == 1.0
+    assert m.leval_em_first_line(pred, "space exploration") == 0.0
+    assert m.leval_em_first_line("a\nThe first topic is Space exploration", "space exploration") == 1.0  # 'a' is too short
+
+
+def test_leval_rouge_gm_is_the_geometric_mean_of_the_dataset_means():
+    """auto_eval.py: geometric_mean = (mean R-1 * mean R-2 * mean R-L) ** (1/3), on the 0-100 scale."""
+    preds = ["the cat sat on the mat", "a dog ran in the park today", "nothing in common"]
+    golds = ["the cat lay on the mat", "the dog ran in a park", "completely different words"]
+    parts = {k: [getattr(m, f"leval_rouge_{s}")(p, g) for p, g in zip(preds, golds)] for k, s in
+             (("r1", "1"), ("r2", "2"), ("rl", "l"))}
+    means = {k: sum(v) / len(v) for k, v in parts.items()}
+    expected = round(100 * (means["r1"] * means["r2"] * means["rl"]) ** (1 / 3), 2)
+    result = m.score_predictions(preds, [[g] for g in golds], metric="leval_rouge_gm")
+    assert result.score == expected
+    assert result.score != round(100 * sum(result.per_item) / 3, 2)  # not the mean of per-item means
+
+
+def test_a_metric_plugin_is_one_decorated_function():
+    @scoring.metric("test_exact_lower", reference="a test")
+    def exact_lower(prediction, ground_truth, *, all_classes=()):
+        return float(prediction.strip().lower() == ground_truth.lower())
+
+    assert m.get_metric("test_exact_lower") is exact_lower
+    assert m.score_predictions([" PARIS", "rome"], [["paris"], ["Paris"]], metric="test_exact_lower").score == 50.0
+    assert "test_exact_lower" in METRICS.names()

@@ -1,0 +1,4 @@
+"""``python -m experiments.cli``: the same app as the ``ctxcomp`` console script."""
+from experiments.cli.app import app
+
+app()
