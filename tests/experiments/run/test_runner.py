@@ -3,6 +3,7 @@ import json
 
 import pytest
 
+from compressors.base import CompressedContext, CompressionError, Compressor
 from experiments.run.config import parse_config
 from experiments.run.runner import Runner, RunDirError
 from readers.registry import make_reader
@@ -110,3 +111,120 @@ def test_a_second_writer_on_the_same_run_dir_is_refused(tmp_path):
         with pytest.raises(RunDirError, match="another ctxcomp process"):
             runner.run()
     assert runner.run().predicted == 30
+
+
+# -- failures are data, bugs are not ---------------------------------------------------------
+
+HERE = "tests.experiments.run.test_runner"
+
+
+class BuggyCompressor(Compressor):
+    """Works for four examples, then hits a programming error (as a plugin with a bug would)."""
+
+    calls = 0
+
+    def compress(self, item):
+        type(self).calls += 1
+        if type(self).calls > 4:
+            return item.contxt  # AttributeError: a typo, not a fault of the example
+        return CompressedContext(text=item.context, tokens_in=1, tokens_out=1)
+
+
+class PickyCompressor(Compressor):
+    """Cannot compress examples whose id ends in 1: a known, recorded per-example failure."""
+
+    @property
+    def identity(self) -> str:
+        return "picky(v=1)"
+
+    def compress(self, item):
+        if item.id.endswith("1"):
+            raise CompressionError(f"example {item.id!r}: nothing to keep")
+        return CompressedContext(text=item.context, passages=tuple(item.passages), tokens_in=1, tokens_out=1)
+
+
+def _one_task(compressor, n=6, batch=2):
+    return parse_config({"name": "t", "tasks": [CONFIG["tasks"][0] | {"synthetic": {"kind": "multidoc_qa", "n": n,
+                                                                                    "num_docs": 3, "words_per_doc": 30}}],
+                         "compressors": [compressor], "readers": ["extractive"], "batch_size": batch})
+
+
+def test_a_programming_error_stops_the_run_after_writing_what_is_done(tmp_path):
+    BuggyCompressor.calls = 0
+    runner = Runner.create(_one_task(f"{HERE}:BuggyCompressor"), tmp_path / "run", progress=False)
+    with pytest.raises(AttributeError, match="contxt"):
+        runner.run()
+    assert len(lines(tmp_path / "run")) == 4  # the two finished batches were written before the bug surfaced
+    assert not (tmp_path / "run" / "failures.jsonl").exists()  # a bug is not recorded as an example failure
+    assert not (tmp_path / "run" / ".lock").exists()
+
+
+def test_a_compression_error_is_a_recorded_failure_and_the_plugin_identity_names_the_row(tmp_path):
+    stats = Runner.create(_one_task(f"{HERE}:PickyCompressor", n=12), tmp_path / "run", progress=False).run()
+    failures = [json.loads(l) for l in (tmp_path / "run" / "failures.jsonl").read_text().splitlines()]
+    assert stats.failed == len(failures) == 2 and stats.predicted == 10
+    assert all(f["stage"] == "compress" and "CompressionError: example" in f["reason"] for f in failures)
+    assert {r["compressor"] for r in lines(tmp_path / "run")} == {"picky(v=1)"}
+
+
+def test_every_prediction_has_its_trace_and_show_prints_it(tmp_path):
+    from experiments.report.show import show_example
+
+    Runner.create(parse_config(CONFIG), tmp_path / "run", progress=False).run()
+    recs = lines(tmp_path / "run")
+    traces = {(t["task"], t["id"], t["config_hash"]): t for t in
+              (json.loads(l) for l in (tmp_path / "run" / "traces.jsonl").read_text().splitlines())}
+    assert {(r["task"], r["id"], r["config_hash"]) for r in recs} == set(traces)
+    retrieval = next(r for r in recs if r["compressor_kind"] == "retrieval" and r["task"] == "nq_multidoc")
+    ranking = traces[(retrieval["task"], retrieval["id"], retrieval["config_hash"])]["trace"]["ranking"]
+    assert len(ranking) == 5 and [u for u, _ in ranking[: len(retrieval["kept_chunks"])]] == retrieval["kept_chunks"]
+    assert [s for _, s in ranking] == sorted((s for _, s in ranking), reverse=True)  # the full ranking, scored
+    text = show_example(tmp_path / "run", retrieval["id"], config_hash=retrieval["config_hash"][:6])
+    for part in ("--- question ---", retrieval["query"], "--- trace ---", "ranking (5 units", "--- prompt",
+                 "Document [1](Title:", "--- prediction ---", retrieval["prediction"], "litm_qa_em ="):
+        assert part in text
+
+
+def test_components_are_checked_before_any_reader_is_built(tmp_path):
+    from indexes.ground import ParamError, UnknownComponentError
+
+    built = []
+
+    def factory(name, **params):
+        built.append(name)
+        return make_reader(name, **params)
+
+    typo = {**CONFIG, "compressors": ["full", {"name": "retrieval", "params": {"retriever": "bm52"}}]}
+    with pytest.raises(UnknownComponentError, match="Did you mean 'bm25'"):
+        Runner(parse_config(typo), tmp_path / "a", reader_factory=factory)
+    missing = {**CONFIG, "compressors": [{"name": "truncate"}]}
+    with pytest.raises(ParamError, match="compressor 'truncate': missing required parameter 'max_tokens'"):
+        Runner(parse_config(missing), tmp_path / "b", reader_factory=factory)
+    bad_metric = {**CONFIG, "readers": [{"name": "hf", "params": {"modell": "x"}}]}
+    with pytest.raises(ParamError, match="reader 'hf': unknown parameter 'modell'"):
+        Runner(parse_config(bad_metric), tmp_path / "c", reader_factory=factory)
+    assert built == [] and not (tmp_path / "a").exists()
+
+
+def test_progress_moves_per_example_not_per_batch(tmp_path, monkeypatch):
+    from experiments.run.runner import Worker, WorkUnit
+
+    monkeypatch.setenv("CTXCOMP_CACHE_DIR", str(tmp_path / "cache"))  # no cache hits: each example is read
+    cfg = _one_task("full", n=8, batch=8)
+    worker = Worker(cfg)
+    ids = tuple(worker.examples(cfg.tasks[0]))
+    ticks = []
+    worker.process(WorkUnit(0, 0, ids), progress=ticks.append)
+    assert ticks == [1] * 8  # one tick per example as the reader finishes it, not one tick of 8
+
+
+def test_evaluate_runs_a_grid_from_python_and_resumes(tmp_path):
+    from experiments import evaluate
+
+    result = evaluate(CONFIG, tmp_path / "lib", progress=False)
+    assert result.stats.predicted == 30 and len(result.cells) == 6
+    assert (tmp_path / "lib" / "report.md").is_file()
+    again = evaluate(CONFIG, tmp_path / "lib", progress=False)
+    assert again.stats.predicted == 0 and [c.score for c in again.cells] == [c.score for c in result.cells]
+    with pytest.raises(RunDirError, match="another config"):
+        evaluate({**CONFIG, "batch_size": 4}, tmp_path / "lib", progress=False)

@@ -92,3 +92,39 @@ def test_retrieve_json_recall_at_5_looks_past_k(tmp_path):
     assert (summary["recall@1"], summary["recall@5"], summary["recall@k"]) == (0.0, 1.0, 0.0)
     run = [json.loads(line) for line in (tmp_path / "run.jsonl").read_text().splitlines()]
     assert [h["id"] for h in run[0]["hits"]] == ["a"]
+
+
+def test_k_is_spelt_three_ways(tmp_path):
+    write_jsonl(tmp_path / "c.jsonl", [{"id": str(i), "text": f"doc number {i}"} for i in range(5)])
+    write_jsonl(tmp_path / "q.jsonl", [{"id": "q", "query": "doc number 3"}])
+    outs = []
+    for flag in ("-k", "--k", "--top-k"):
+        res = runner.invoke(app, ["retrieve", str(tmp_path / "c.jsonl"), str(tmp_path / "q.jsonl"), flag, "2"])
+        assert res.exit_code == 0, res.output
+        outs.append(json.loads(res.stdout.strip().splitlines()[-1]))
+    assert outs[0] == outs[1] == outs[2] and len(outs[0]["hits"]) == 2
+
+
+def test_limit_limits_queries_never_the_corpus(tmp_path):
+    """Found as a user: --limit N also cut the corpus to the first N records' passages, inflating recall."""
+    ctx = [{"title": f"T{i}", "text": f"passage {i} about topic {i}"} for i in range(6)]
+    records = [{"question": f"topic {i}?", "answers": [f"topic {i}"], "ctxs": [ctx[i]]} for i in range(6)]
+    # the first question's best BM25 match is passage 5, which only the last record holds
+    records[0] = {"question": "topic 5 passage 5", "answers": ["nothing"], "ctxs": [ctx[0]]}
+    write_jsonl(tmp_path / "l.jsonl", records)
+    res = runner.invoke(app, ["retrieve", "--litm", str(tmp_path / "l.jsonl"), "--limit", "1", "-k", "1"])
+    assert res.exit_code == 0, res.output
+    (row,) = [json.loads(line) for line in res.stdout.splitlines() if line.startswith("{")]
+    assert row["hits"][0]["title"] == "T5"  # found in a record past the limit: the corpus is whole
+    assert "indexing 6 passages" in res.output
+
+
+def test_retriever_params_reach_the_retriever_and_typos_are_one_line(tmp_path):
+    write_jsonl(tmp_path / "c.jsonl", [{"id": "a", "text": "x y"}])
+    write_jsonl(tmp_path / "q.jsonl", [{"id": "q", "query": "x"}])
+    res = runner.invoke(app, ["retrieve", str(tmp_path / "c.jsonl"), str(tmp_path / "q.jsonl"),
+                              "--retriever-param", "k1=0.9", "--retriever-param", "b=0.4"])
+    assert res.exit_code == 0, res.output
+    bad = runner.invoke(app, ["retrieve", str(tmp_path / "c.jsonl"), str(tmp_path / "q.jsonl"),
+                              "--retriever-param", "k3=1"])
+    assert bad.exit_code == 2 and "retriever 'bm25': unknown parameter 'k3'" in bad.output

@@ -1,0 +1,55 @@
+"""The extractive baseline finds the question in the prompt of every shipped task family."""
+from __future__ import annotations
+
+import pytest
+
+from compressors.base import CompressedContext
+from experiments.data.records import Example
+from experiments.tasks import TASKS, build_request, get_task
+from indexes.types import Passage
+from readers.extractive import ExtractiveReader, split_prompt
+
+QUESTION = "Which harbour did the captain Velmora sail from?"
+EVIDENCE = "The captain Velmora sailed from the harbour of Quastin in spring."
+FILLER = ("The weather was mild that year. Merchants sold salt and wool in the market. "
+          "Several books about the town were published later.")
+CONTEXT = f"{FILLER} {EVIDENCE} {FILLER}"
+
+# one task per prompt template shipped: LongBench (each template), L-Eval (open, exam, bare), LITM, M4LE
+TEMPLATE_TASKS = sorted({
+    *(name for name, spec in TASKS.items() if spec.family == "longbench" and "{input}" in spec.prompt
+      and spec.category not in ("few-shot", "code", "synthetic")),
+    "leval_financial_qa", "leval_quality", "leval_gsm100", "nq_multidoc", "m4le",
+})
+
+
+def _example(name: str) -> Example:
+    passages = (Passage(FILLER, "Town"), Passage(EVIDENCE, "Velmora"), Passage(FILLER, "Market"))
+    query = f"Read the passages below and answer the question. Only give the answer.\nQuestion: {QUESTION}" \
+        if name == "m4le" else QUESTION
+    return Example(id="x", task=name, query=query, context=CONTEXT, answers=("Quastin",), passages=passages,
+                   meta={"reference_words": 5})
+
+
+@pytest.mark.parametrize("name", TEMPLATE_TASKS)
+def test_the_question_is_found_and_the_evidence_sentence_returned(name):
+    spec = get_task(name)
+    example = _example(name)
+    context = CompressedContext(text=example.context, passages=example.passages if spec.family == "litm_qa" else ())
+    request = build_request(spec, context, example)
+    question, _ = split_prompt(request.prompt)
+    assert question.startswith(QUESTION), (name, question)
+    answer = ExtractiveReader().generate([request])[0].text
+    assert "Quastin" in answer, (name, answer)
+
+
+def test_leval_questions_differ_so_answers_differ():
+    """Found on L-Eval: the baseline used to ignore `Instruction:` and answer every question alike."""
+    spec = get_task("financial_qa")
+    context = "Revenue grew to 12 billion dollars. The chief executive is Ada Brook. Costs fell by 3 percent."
+    answers = []
+    for q in ("How much did revenue grow to?", "Who is the chief executive?", "By how much did costs fall?"):
+        request = build_request(spec, context, Example("x", "t", q, context, ("",), meta={"reference_words": 5}))
+        answers.append(ExtractiveReader().generate([request])[0].text)
+    assert answers == ["Revenue grew to 12 billion dollars.", "The chief executive is Ada Brook.",
+                       "Costs fell by 3 percent."]
