@@ -1,4 +1,4 @@
 """Compressors: turn an example's context into what the reader sees."""
-from compressors.base import Compressible, CompressedContext, CompressionError, Compressor
+from compressors.base import CompressedContext, Compressible, CompressionError, Compressor
 
 __all__ = ["Compressible", "CompressedContext", "CompressionError", "Compressor"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from compressors.base import CompressedContext, CompressionError, Compressible, Compressor
+from compressors.base import CompressedContext, Compressible, CompressionError, Compressor
 from indexes.chunking import CHUNKERS, make_chunker
 from indexes.ground import ComponentSpec, Nested, ParamError, SpecLike
 from indexes.types import Chunk, Passage

@@ -27,7 +27,6 @@ from readers.base import Generation, GenerationRequest, Reader, Tokenizer
 from readers.registry import READERS, make_reader
 from readers.truncation import truncate_text
 
-
 PROMPTS: dict[tuple[str, bool], str] = {
     ("en", False): "Write a brief summary of the following text in at most {max_words} words.\n\nText:\n{chunk}\n\nSummary:",
     ("en", True): (

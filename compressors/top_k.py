@@ -7,7 +7,7 @@ fixed.  The trace keeps the whole ranking with its scores.
 """
 from __future__ import annotations
 
-from compressors.base import CompressedContext, CompressionError, Compressible, Compressor
+from compressors.base import CompressedContext, Compressible, CompressionError, Compressor
 from indexes.ground import ParamError
 from readers.base import Tokenizer
 

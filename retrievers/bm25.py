@@ -23,7 +23,6 @@ from typing import Any
 import numpy as np
 
 from indexes.ground import ParamError
-
 from indexes.types import Chunk
 from retrievers.base import Hit, Retriever
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import typer
 
 from experiments.cli.errors import user_errors
-from indexes.ground import UserError
 from indexes.chunking import make_chunker
+from indexes.ground import UserError
 
 
 def _read_text(file: Path) -> str:

@@ -11,7 +11,7 @@ import gzip
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterator
 
 from experiments.data.records import Example, render_litm_documents, render_litm_kv
 from indexes.ground import UserError, count_words

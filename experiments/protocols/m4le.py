@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from pathlib import Path
 from statistics import median
 from typing import Any, Iterable, Sequence
 

@@ -9,7 +9,6 @@ from typing import Any, Sequence
 from experiments.scoring.longbench import qa_f1
 from experiments.scoring.registry import metric
 
-
 _ROUGE_SCORERS: dict = {}
 
 

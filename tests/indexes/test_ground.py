@@ -8,8 +8,19 @@ import time
 import pytest
 
 from indexes.ground import (
-    ComponentSpec, Nested, ParamError, Registry, RetryPolicy, Transient, TransientError, UnknownComponentError,
-    check_params, count_words, parse_retry_after, word_pieces, word_spans,
+    ComponentSpec,
+    Nested,
+    ParamError,
+    Registry,
+    RetryPolicy,
+    Transient,
+    TransientError,
+    UnknownComponentError,
+    check_params,
+    count_words,
+    parse_retry_after,
+    word_pieces,
+    word_spans,
 )
 
 

@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import pytest
 
+from indexes.ground import UnknownComponentError
 from readers.base import GenerationRequest, Reader
 from readers.cache import CachedReader, generation_key
 from readers.extractive import ExtractiveReader, extract_answer, split_prompt
-from tests.support.fake_openai import FakeOpenAIServer
 from readers.openai_compat import OpenAICompatReader
-from indexes.ground import UnknownComponentError
 from readers.registry import READERS, make_reader
+from tests.support.fake_openai import FakeOpenAIServer
 
 FAST = dict(retry={"backoff_base_s": 0.005, "backoff_max_s": 0.02}, timeout_s=0.5)
 

@@ -6,10 +6,10 @@ import time
 
 import pytest
 
-from readers.base import GenerationRequest
-from tests.support.fake_openai import FakeOpenAIServer
 from indexes.ground import parse_retry_after
+from readers.base import GenerationRequest
 from readers.openai_compat import OpenAICompatReader, redact
+from tests.support.fake_openai import FakeOpenAIServer
 
 KEY = "sk-test-Zq9v8Xw7Yt6Rs5Pq4Lm3"
 KEY_ENV = "CTXCOMP_TEST_OPENAI_KEY"

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from readers.base import GenerationRequest, ReaderError
 from readers import smollm2
+from readers.base import GenerationRequest, ReaderError
 
 
 def test_missing_package_gives_the_install_command(monkeypatch):

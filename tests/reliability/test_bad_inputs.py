@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from experiments.run.config import parse_config
 from experiments.data.loaders import DataError, load_examples
 from experiments.report.cells import load_run
+from experiments.run.config import parse_config
 from experiments.run.runner import Runner
 from readers.base import GenerationRequest
-from tests.support.fake_openai import FakeOpenAIServer
 from readers.openai_compat import OpenAICompatReader
+from tests.support.fake_openai import FakeOpenAIServer
 
 BAD = Path(__file__).resolve().parent / "bad_inputs"
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from experiments.run.config import parse_config
 from experiments.report.cells import load_run
 from experiments.report.write import write_report
+from experiments.run.config import parse_config
 from experiments.run.runner import Runner
 from tests.support.fake_openai import FAULT_KINDS, FakeOpenAIServer
 

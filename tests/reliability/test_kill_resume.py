@@ -15,8 +15,8 @@ from typing import Callable
 import pytest
 import yaml
 
-from experiments.run.runner import prompt_hash
 from experiments.data.store import JsonlLog
+from experiments.run.runner import prompt_hash
 from readers.extractive import ExtractiveReader
 from tests.support.fake_openai import FakeOpenAIServer
 

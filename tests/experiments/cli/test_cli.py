@@ -9,7 +9,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
 import yaml
 from typer.testing import CliRunner
 

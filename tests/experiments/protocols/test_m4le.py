@@ -5,10 +5,10 @@ import json
 
 import pytest
 
-from experiments.data.store import write_jsonl
-from experiments.protocols.m4le import build_m4le, spread_positions
-from experiments.data.synthetic import make_multidoc_qa
 from experiments.data.records import Example
+from experiments.data.store import write_jsonl
+from experiments.data.synthetic import make_multidoc_qa
+from experiments.protocols.m4le import build_m4le, spread_positions
 
 ORACLE = "lost_in_the_middle/nq-open-oracle.jsonl.gz"
 

@@ -1,6 +1,5 @@
-import json
-
 import itertools
+import json
 
 import numpy as np
 import pytest
@@ -85,8 +84,8 @@ def test_longbench_e_buckets_and_positions():
     preds = [rec("hotpotqa", str(i), "full", "F", s, length=n) for i, (s, n) in enumerate([(1, 100), (0, 5000), (1, 9000), (0, 9500)])]
     (cell,) = compute_cells(preds)
     assert cell.buckets == {"0-4k": 100.0, "4-8k": 0.0, "8k+": 50.0}
-    from experiments.protocols import litm
     from experiments.data.synthetic import make_multidoc_qa
+    from experiments.protocols import litm
 
     (ex,) = make_multidoc_qa(1, num_docs=10, words_per_doc=30)
     variants = [litm.with_gold_at(ex, 0, 10), litm.with_gold_at(ex, 9, 10), litm.closed_book(ex), litm.oracle(ex)]

@@ -5,7 +5,7 @@ import pytest
 
 from compressors.base import CompressedContext, CompressionError, Compressor
 from experiments.run.config import parse_config
-from experiments.run.runner import Runner, RunDirError
+from experiments.run.runner import RunDirError, Runner
 from readers.registry import make_reader
 
 CONFIG = {
