@@ -58,15 +58,12 @@ def metric(name: str, *, reference: str, parts: PartsFn | None = None,
 
 
 def get_metric(name: str) -> Metric:
-    """A metric by name; ``UnknownComponentError`` with close names on a typo."""
-    _load_builtin()
+    """A metric by name; ``UnknownComponentError`` with close names on a typo.
+
+    The built-in metrics register when ``experiments.scoring`` is imported,
+    which importing this module already does.
+    """
     return METRICS.get(name)
-
-
-def _load_builtin() -> None:
-    import experiments.scoring.leval  # noqa: F401  (registers on import)
-    import experiments.scoring.litm  # noqa: F401
-    import experiments.scoring.longbench  # noqa: F401
 
 
 @dataclass(frozen=True)
