@@ -130,7 +130,8 @@ class Registry(Generic[T]):
         """Register ``target`` (a class, an object or a lazy ``"module:attr"`` string) under ``name``."""
         known = self._entries.get(name)
         if known is not None and known != target and not (isinstance(known, str) and _resolves_to(known, target)):
-            raise ValueError(f"{self.noun} {name!r} is already registered as {known!r}")
+            if not (isinstance(known, str) and _being_imported(known)):
+                raise ValueError(f"{self.noun} {name!r} is already registered as {known!r}")
         self._entries[name] = target
 
     def register(self, name: str) -> Callable[[T], T]:
@@ -225,6 +226,16 @@ class Registry(Generic[T]):
 
 def _is_a(resolved: Any, base: type) -> bool:
     return (isinstance(resolved, type) and issubclass(resolved, base)) or isinstance(resolved, base)
+
+
+def _being_imported(lazy: str) -> bool:
+    """Whether the module of a lazy ``"module:attr"`` entry is importing right now (it registers itself,
+    as a metric module does with ``@metric`` while its entry point is being resolved)."""
+    import sys
+
+    module = sys.modules.get(lazy.split(":", 1)[0])
+    spec = getattr(module, "__spec__", None)
+    return module is not None and bool(getattr(spec, "_initializing", False))
 
 
 def _resolves_to(lazy: str, target: Any) -> bool:

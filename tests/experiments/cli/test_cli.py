@@ -122,3 +122,23 @@ def test_show_prints_one_example(tmp_path):
     assert res.exit_code == 0 and res.output.count(f"example {first['id']}") == 2  # full and retrieval
     missing = CliRunner().invoke(app, ["show", str(tmp_path / "r"), "--id", "nope"])
     assert missing.exit_code == 2 and "no prediction or failure for example id 'nope'" in missing.output
+
+
+def test_a_metric_plugin_registered_by_entry_point_scores_a_file(tmp_path):
+    (tmp_path / "mymetrics.py").write_text(
+        "from experiments.scoring import metric\n\n\n"
+        "@metric('exact_lower', reference='test plugin')\n"
+        "def exact_lower(prediction, ground_truth, *, all_classes=()):\n"
+        "    return float(prediction.strip().lower() == ground_truth.strip().lower())\n")
+    dist = tmp_path / "mymetrics-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: mymetrics\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[ctxcomp.metrics]\nexact_lower = mymetrics:exact_lower\n")
+    preds = tmp_path / "p.jsonl"
+    preds.write_text('{"pred": " PARIS", "answers": ["paris"]}\n{"pred": "rome", "answers": ["Paris"]}\n')
+    env = {"PYTHONPATH": os.pathsep.join([str(REPO), str(tmp_path)])}
+    res = _cli("score", preds, "--dataset", "my_eval", "--metric", "exact_lower", env=env)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "50.0"
+    listed = _cli("list", "metrics", env=env)
+    assert "| exact_lower |" in listed.stdout and "test plugin" in listed.stdout
