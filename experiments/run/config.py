@@ -35,11 +35,16 @@ class ComponentConfig(_Strict):
     params: dict[str, Any] = Field(default_factory=dict)
     label: str | None = None
     zip: list[str] = Field(default_factory=list)
+    # a compressor may apply to some tasks only (their keys); None: every task. Not part of the config hash.
+    tasks: list[str] | None = None
 
     @model_validator(mode="before")
     @classmethod
     def _from_string(cls, value: Any) -> Any:
         return {"name": value} if isinstance(value, str) else value
+
+    def applies_to(self, task_key: str) -> bool:
+        return self.tasks is None or task_key in self.tasks
 
     @field_validator("params")
     @classmethod
@@ -182,6 +187,16 @@ class RunConfig(_Strict):
             raise ValueError("must list at least one entry")
         return value
 
+    @model_validator(mode="after")
+    def _compressor_tasks_exist(self) -> "RunConfig":
+        keys = {t.key for t in self.tasks}
+        for i, comp in enumerate(self.compressors):
+            unknown = sorted(set(comp.tasks or ()) - keys)
+            if unknown:
+                raise ValueError(f"compressors.{i} ({comp.name}): tasks {unknown} are not tasks of this config "
+                                 f"(task keys: {sorted(keys)})")
+        return self
+
     @field_validator("tasks")
     @classmethod
     def _unique_task_keys(cls, tasks: list[TaskConfig]) -> list[TaskConfig]:
@@ -274,7 +289,7 @@ def expand_component(spec: ComponentConfig) -> list[ComponentConfig]:
             params.update(zip(zipped, zip_values))
             params.update(zip(free, free_values))
             params = {k: params[k] for k in spec.params}  # keep the user's key order
-            out.append(ComponentConfig(name=spec.name, params=params, label=spec.label))
+            out.append(ComponentConfig(name=spec.name, params=params, label=spec.label, tasks=spec.tasks))
     return out
 
 

@@ -391,6 +391,8 @@ class Runner:
         units, already = [], 0
         for pi, point in enumerate(self.grid):
             for ti, task in enumerate(self.config.tasks):
+                if not point.compressor.applies_to(task.key):
+                    continue
                 ids = [ex_id for ex_id in self.worker.examples(task) if (task.key, ex_id, point.config_hash) not in done]
                 already += len(self.worker.examples(task)) - len(ids)
                 for lo in range(0, len(ids), self.config.batch_size):
@@ -413,6 +415,8 @@ class Runner:
             needs_model = uses_reader(type(compressor))
             labels = self.worker.labels(point)
             for task in self.config.tasks:
+                if not point.compressor.applies_to(task.key):
+                    continue
                 spec = task_spec(task)
                 options = PromptOptions(task.query_aware, task.length_instruction, task.max_new_tokens)
                 exs = self.examples(task)

@@ -228,3 +228,15 @@ def test_evaluate_runs_a_grid_from_python_and_resumes(tmp_path):
     assert again.stats.predicted == 0 and [c.score for c in again.cells] == [c.score for c in result.cells]
     with pytest.raises(RunDirError, match="another config"):
         evaluate({**CONFIG, "batch_size": 4}, tmp_path / "lib", progress=False)
+
+
+def test_a_compressor_can_apply_to_some_tasks_only(tmp_path):
+    from experiments.run.config import ConfigError
+
+    cfg = {**CONFIG, "compressors": ["full", {"name": "retrieval", "params": {"top_n": 1}, "tasks": ["kv_retrieval"]}]}
+    stats = Runner.create(parse_config(cfg), tmp_path / "run", progress=False).run()
+    recs = lines(tmp_path / "run")
+    assert stats.predicted == (6 + 4) + 4
+    assert {r["task"] for r in recs if r["compressor_kind"] == "retrieval"} == {"kv_retrieval"}
+    with pytest.raises(ConfigError, match=r"tasks \['kv'\] are not tasks of this config"):
+        parse_config({**cfg, "compressors": [{"name": "full", "tasks": ["kv"]}]})
