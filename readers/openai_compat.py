@@ -13,6 +13,15 @@ The API key comes only from the environment (``api_key_env``) or a file
 (``api_key_file``); it never appears in ``identity``, ``repr``, logs or error
 messages (see :func:`redact`).
 
+``base_urls=[...]`` spreads requests over a fleet of servers that serve the
+same model (``readers.fleet``): each request goes to the server with the
+fewest requests in flight; a server that keeps refusing connections, timing
+out or answering 5xx is ejected for ``cooldown_s`` and probed (``GET /models``)
+before it gets traffic again.  One attempt of the retry policy tries each
+admitted server at most once, so a request fails only when every server
+failed it within the retry budget.  The URLs are not part of ``identity``:
+the same model behind any server shares the generation cache.
+
 ``endpoint='chat'`` sends the prompt as one user message (after a system
 message when the request has one; remote chat models have no raw-completion
 mode, so ``GenerationRequest.chat=False`` does not change it);
@@ -33,6 +42,7 @@ from typing import Any, Literal, Sequence
 
 from indexes.ground import ParamError, RetryPolicy, Transient, TransientError, UserError, parse_retry_after
 from readers.base import Generation, GenerationRequest, Reader, Tokenizer, TruncationPolicy
+from readers.fleet import Fleet, Server, check_urls
 from readers.tokenizers import TiktokenTokenizer, WordTokenizer, load_tokenizer
 from readers.truncation import check_policy, cut_at_stop, prompt_budget, truncate_text
 
@@ -78,11 +88,18 @@ class _Fatal(Exception):
     """A failure that retrying cannot fix (bad request, bad key); the generation fails at once."""
 
 
+class _ServerFault(Transient):
+    """A retryable fault that speaks of the server's health (refused, dropped, timed out, 5xx, torn reply);
+    it counts toward ejecting the server from the fleet.  A 429 / 408 / 409 is a plain ``Transient``."""
+
+
 class OpenAICompatReader(Reader):
     """Chat or completion requests to an OpenAI-compatible server, ``concurrency`` at a time, results in input order.
 
     ``retry`` is a ``RetryPolicy`` or its settings (``{max_retries: 6, backoff_base_s: 0.5,
-    backoff_max_s: 30, retry_after_max_s: 300}``).
+    backoff_max_s: 30, retry_after_max_s: 300}``).  ``base_url`` names one server, ``base_urls`` a fleet
+    (not both); ``concurrency`` is per server.  ``eject_after`` consecutive health faults eject a fleet
+    server for ``cooldown_s`` seconds.
     """
 
     def __init__(
@@ -90,6 +107,7 @@ class OpenAICompatReader(Reader):
         model: str,
         *,
         base_url: str | None = None,
+        base_urls: Sequence[str] | None = None,
         api_key_env: str = "OPENAI_API_KEY",
         api_key_file: str | os.PathLike | None = None,
         endpoint: Literal["chat", "completions"] = "chat",
@@ -102,13 +120,16 @@ class OpenAICompatReader(Reader):
         price_in_per_1k: float = 0.0,
         price_out_per_1k: float = 0.0,
         chat_overhead_tokens: int = 8,
+        eject_after: int = 3,
+        cooldown_s: float = 30.0,
     ) -> None:
         if endpoint not in ("chat", "completions"):
             raise ParamError(f"openai: endpoint must be 'chat' or 'completions', got {endpoint!r}")
         if concurrency < 1 or chat_overhead_tokens < 0:
             raise ParamError("openai: concurrency must be >= 1 and chat_overhead_tokens >= 0")
         self.model = model
-        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL).rstrip("/")
+        self.base_urls = self._check_urls(base_url, base_urls)
+        self.base_url = self.base_urls[0]  # the first server (one-server readers have only this one)
         self.endpoint = endpoint
         self.concurrency = concurrency
         self.retry = RetryPolicy.of(retry)
@@ -126,6 +147,26 @@ class OpenAICompatReader(Reader):
         self._lock = threading.Lock()
         self._rng = random.Random()
         self._sleep = time.sleep  # a seam for tests that record waits
+        self.fleet = Fleet(self.base_urls, probe=self._probe, eject_after=eject_after, cooldown_s=cooldown_s)
+
+    @staticmethod
+    def _check_urls(base_url: str | None, base_urls: Sequence[str] | None) -> list[str]:
+        """One server (``base_url``, else ``$OPENAI_BASE_URL``, else OpenAI's) or a fleet (``base_urls``)."""
+        if base_urls is not None:
+            if base_url is not None:
+                raise ParamError("openai: give base_url (one server) or base_urls (a fleet), not both")
+            if isinstance(base_urls, str) or not isinstance(base_urls, Sequence):
+                raise ParamError(f"openai: base_urls must be a list of server URLs, got {type(base_urls).__name__}")
+            if not base_urls:
+                raise ParamError("openai: base_urls is empty; give at least one server URL")
+            return check_urls(list(base_urls))
+        url = base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL
+        return check_urls([url], field="base_url")
+
+    @property
+    def _official(self) -> bool:
+        """Whether every server is OpenAI's own API (a key is required; tiktoken counts tokens)."""
+        return all(u == OPENAI_BASE_URL for u in self.base_urls)
 
     def _read_key(self, env: str, path: str | os.PathLike | None) -> str:
         if path is not None:
@@ -138,7 +179,7 @@ class OpenAICompatReader(Reader):
             return key
         key = os.environ.get(env, "").strip()
         if not key:
-            if self.base_url == OPENAI_BASE_URL:
+            if self._official:
                 raise UserError(f"no API key: set the environment variable {env} (or pass api_key_file=)")
             key = "EMPTY"  # local servers (vLLM without --api-key) accept any bearer token
         return key
@@ -156,7 +197,7 @@ class OpenAICompatReader(Reader):
     def tokenizer(self) -> Tokenizer:  # type: ignore[override]
         if self._tokenizer_obj is None:
             spec = self._tokenizer_spec
-            if spec is None and self.base_url == OPENAI_BASE_URL:
+            if spec is None and self._official:
                 try:
                     self._tokenizer_obj = TiktokenTokenizer(self.model)
                 except Exception as err:  # offline without TIKTOKEN_CACHE_DIR, or an unknown model
@@ -168,8 +209,13 @@ class OpenAICompatReader(Reader):
 
     @property
     def identity(self) -> str:
-        tok = self._tokenizer_spec if isinstance(self._tokenizer_spec, str | None) else type(self._tokenizer_spec).__name__
-        return (f"openai-compat:{self.base_url}:{self.endpoint}:{self.model}:max_context={self.max_context}"
+        """The model and what changes its output -- not the server URLs, so every server of a fleet (or a
+        re-deployed one) shares the generation cache.  Without a tokenizer spec the counting rule differs
+        between OpenAI's API (tiktoken) and other servers (words), and truncation with it, so it is named."""
+        spec = self._tokenizer_spec
+        tok = spec if isinstance(spec, str) else type(spec).__name__ if spec is not None else (
+            "tiktoken-auto" if self._official else "None")
+        return (f"openai-compat:{self.endpoint}:{self.model}:max_context={self.max_context}"
                 f":truncation={self.truncation}:tokenizer={tok}:chat_overhead={self.chat_overhead_tokens}")
 
     @property
@@ -177,18 +223,21 @@ class OpenAICompatReader(Reader):
         return self.model
 
     def __repr__(self) -> str:
-        return f"OpenAICompatReader(model={self.model!r}, base_url={self.base_url!r}, endpoint={self.endpoint!r})"
+        where = f"base_url={self.base_url!r}" if len(self.base_urls) == 1 else f"base_urls={self.base_urls!r}"
+        return f"OpenAICompatReader(model={self.model!r}, {where}, endpoint={self.endpoint!r})"
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
         if not requests:
             return []
         self._ensure_client()
-        if len(requests) == 1 or self.concurrency == 1:
+        workers = min(self.concurrency * len(self.base_urls), len(requests))
+        if workers == 1:
             return [self._generate_one(r) for r in requests]
-        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(requests))) as pool:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
             return list(pool.map(self._generate_one, requests))
 
     def close(self) -> None:
+        self.fleet.wait_for_probes(timeout_s=min(self.timeout_s, 5.0))
         if self._client is not None:
             self._client.close()
             self._client = None
@@ -199,7 +248,8 @@ class OpenAICompatReader(Reader):
             if self._client is None:
                 import httpx
 
-                limits = httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency)
+                total = self.concurrency * len(self.base_urls)
+                limits = httpx.Limits(max_connections=total, max_keepalive_connections=total)
                 self._client = httpx.Client(timeout=self.timeout_s, limits=limits)
 
     def _body(self, req: GenerationRequest, prompt: str) -> dict:
@@ -223,16 +273,19 @@ class OpenAICompatReader(Reader):
         def on_retry(attempt: int, reason: str, wait: float) -> None:
             log.info("retrying %s request after %s (attempt %d, waiting %.2fs)", self.model, reason, attempt + 1, wait)
 
+        failed = [0]  # failed HTTP calls of this request, failovers within an attempt included
         try:
-            (text, usage), retries = self.retry.call(lambda: self._attempt(body), sleep=self._sleep, rng=self._rng,
-                                                     on_retry=on_retry)
+            (text, usage), _ = self.retry.call(lambda: self._attempt_fleet(body, failed), sleep=self._sleep,
+                                               rng=self._rng, on_retry=on_retry)
         except TransientError as failure:
             self._advance(1)
             return Generation(text="", latency_s=time.perf_counter() - start, truncated=truncated,
-                              error=str(failure), retries=self.retry.max_retries)
+                              error=str(failure), retries=max(failed[0] - 1, 0))
         except _Fatal as failure:
             self._advance(1)
-            return Generation(text="", latency_s=time.perf_counter() - start, truncated=truncated, error=str(failure))
+            return Generation(text="", latency_s=time.perf_counter() - start, truncated=truncated, error=str(failure),
+                              retries=max(failed[0] - 1, 0))
+        retries = failed[0]
         text = cut_at_stop(text, req.stop)
         tokens_in = usage.get("prompt_tokens") or self.count_tokens(prompt)
         tokens_out = usage.get("completion_tokens") or self.count_tokens(text)
@@ -242,40 +295,87 @@ class OpenAICompatReader(Reader):
                           latency_s=time.perf_counter() - start, truncated=truncated, cost_usd=cost,
                           retries=retries, meta={"usage": usage} if usage else {})
 
-    def _attempt(self, body: dict) -> tuple[str, dict]:
-        """One HTTP call; returns (text, usage) or raises Transient / _Fatal with a key-free reason."""
+    def _attempt_fleet(self, body: dict, failed: list[int]) -> tuple[str, dict]:
+        """One attempt of the retry policy: each admitted server at most once, least in flight first.
+
+        Raises ``Transient`` only when every server it tried failed (the reason names each of them and
+        obeys the longest ``Retry-After`` any of them asked for); ``_Fatal`` passes through at once.
+        """
+        tried: list[Server] = []
+        faults: list[tuple[str, Transient]] = []
+        while (server := self.fleet.acquire(exclude=tried)) is not None:
+            tried.append(server)
+            try:
+                result = self._attempt(server.url, body)
+            except Transient as fault:
+                failed[0] += 1
+                self.fleet.release(server, ok=False, health_fault=isinstance(fault, _ServerFault), reason=fault.reason)
+                faults.append((server.url, fault))
+                continue
+            except _Fatal:
+                failed[0] += 1
+                self.fleet.release(server, ok=True)  # the server answered; the request is what is wrong
+                raise
+            except BaseException:
+                self.fleet.release(server, ok=False)
+                raise
+            self.fleet.release(server, ok=True)
+            return result
+        if len(faults) == 1 and len(self.fleet) == 1:
+            raise faults[0][1]
+        hints = [f.retry_after for _, f in faults if f.retry_after is not None]
+        head = f"all {len(faults)} servers failed" if len(faults) == len(self.fleet) else (
+            f"{len(faults)} of {len(self.fleet)} servers tried (the others are ejected), all failed")
+        reason = f"{head}: " + "; ".join(f"{url}: {f.reason}" for url, f in faults)
+        raise Transient(reason, max(hints) if hints else None)
+
+    def _probe(self, url: str) -> bool:
+        """Whether a server answers ``GET /models`` with 200 (before an ejected server gets traffic again)."""
         import httpx
 
-        url = f"{self.base_url}/{'chat/completions' if self.endpoint == 'chat' else 'completions'}"
+        try:
+            resp = httpx.get(f"{url}/models", headers={"Authorization": f"Bearer {self._key.reveal()}"},
+                             timeout=min(self.timeout_s, 5.0))
+        except httpx.HTTPError:
+            return False
+        return resp.status_code == 200
+
+    def _attempt(self, base_url: str, body: dict) -> tuple[str, dict]:
+        """One HTTP call; returns (text, usage) or raises Transient / _ServerFault / _Fatal with a key-free reason."""
+        import httpx
+
+        url = f"{base_url}/{'chat/completions' if self.endpoint == 'chat' else 'completions'}"
         headers = {"Authorization": f"Bearer {self._key.reveal()}"}
         try:
             resp = self._client.post(url, json=body, headers=headers)
         except httpx.TimeoutException as err:
-            raise Transient(f"timeout after {self.timeout_s}s ({type(err).__name__})") from None
+            raise _ServerFault(f"timeout after {self.timeout_s}s ({type(err).__name__})") from None
         except (httpx.LocalProtocolError, httpx.UnsupportedProtocol) as err:  # our request is bad: retrying won't help
             raise _Fatal(f"invalid request ({type(err).__name__}: {self._clean(str(err))})") from None
         except httpx.TransportError as err:
-            raise Transient(f"connection error ({type(err).__name__}: {self._clean(str(err))})") from None
+            raise _ServerFault(f"connection error ({type(err).__name__}: {self._clean(str(err))})") from None
         if resp.status_code != 200:
             detail = self._clean(resp.text[:300])
             reason = f"HTTP {resp.status_code}: {detail}"
+            if resp.status_code >= 500:
+                raise _ServerFault(reason)
             if resp.status_code in RETRYABLE_STATUS:
                 raise Transient(reason, parse_retry_after(resp.headers) if resp.status_code == 429 else None)
             raise _Fatal(reason)
         try:
             payload = resp.json()
         except (json.JSONDecodeError, UnicodeDecodeError):
-            raise Transient("malformed JSON in a 200 response") from None
+            raise _ServerFault("malformed JSON in a 200 response") from None
         choices = payload.get("choices") if isinstance(payload, dict) else None
         if not choices:
-            raise Transient("response has no choices")
+            raise _ServerFault("response has no choices")
         try:
             choice = choices[0]
             text = choice["message"].get("content") if self.endpoint == "chat" else choice.get("text")
         except (AttributeError, KeyError, TypeError, IndexError):
-            raise Transient("response choice has an unexpected shape") from None
+            raise _ServerFault("response choice has an unexpected shape") from None
         if text is None:
-            raise Transient("response choice has no text")
+            raise _ServerFault("response choice has no text")
         usage = payload.get("usage") or {}
         return str(text), usage if isinstance(usage, dict) else {}
 

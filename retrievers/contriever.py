@@ -4,7 +4,9 @@ Contriever embeds a text as the mean of its last hidden states over the
 attention mask (Izacard et al., 2021); queries and documents share one
 encoder.  LongBench's retrieval scripts use ``facebook/mcontriever`` this way.
 Vectors are L2-normalised here so that the dense retriever's inner product is
-cosine similarity, as in LongBench.
+cosine similarity, as in LongBench.  A titled chunk is embedded as
+``title + " " + text``, the passage form Contriever's own embedding script uses
+(``use_title=False`` embeds the text alone).
 """
 from __future__ import annotations
 
@@ -90,11 +92,12 @@ class ContrieverRetriever(DenseRetriever):
         index_kind: str = "flat",
         cache: EmbeddingCache | None = None,
         use_cache: bool = True,
+        use_title: bool = True,
     ) -> None:
         encoder = ContrieverEncoder(
             model or self.default_model, device=device, batch_size=batch_size, max_length=max_length
         )
-        super().__init__(encoder, index_kind=index_kind, cache=cache, use_cache=use_cache)
+        super().__init__(encoder, index_kind=index_kind, cache=cache, use_cache=use_cache, use_title=use_title)
 
 
 class ContrieverMSMarcoRetriever(ContrieverRetriever):

@@ -3,6 +3,12 @@
 Document embeddings go through the :class:`~indexes.cache.EmbeddingCache`, so
 re-indexing a corpus the process (or an earlier run) has seen makes no encoder
 call.  Scores are inner products of L2-normalised vectors (cosine similarity).
+
+A titled chunk is embedded as ``title + " " + text``, the form Contriever's
+passage encoder was trained on (its ``generate_passage_embeddings`` joins them
+so); sentence-transformers models and OpenAI embeddings document no form of
+their own, so they get the same.  The cache keys on the text actually encoded,
+so titled and untitled embeddings of a chunk are separate entries.
 """
 from __future__ import annotations
 
@@ -12,9 +18,11 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from indexes.cache import EmbeddingCache, shared_embedding_cache
+from indexes.ground import ParamError
 from indexes.types import Chunk
 from indexes.vector import FaissIndex
 from retrievers.base import Hit, Retriever
+from retrievers.bm25 import top_k_indices
 
 
 @runtime_checkable
@@ -26,6 +34,11 @@ class Encoder(Protocol):
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray: ...
 
     def encode_documents(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+def titled_text(chunk: Chunk, use_title: bool = True) -> str:
+    """What a dense encoder sees for ``chunk``: ``title + " " + text`` when it has a title and titles are on."""
+    return f"{chunk.title} {chunk.text}" if use_title and chunk.title else chunk.text
 
 
 def l2_normalize(vectors: np.ndarray) -> np.ndarray:
@@ -60,6 +73,8 @@ class DenseRetriever(Retriever):
     ``cache=None`` uses the process-wide cache under ``$CTXCOMP_CACHE_DIR``;
     ``use_cache=False`` encodes everything afresh.  ``encoder_calls`` and
     ``texts_encoded`` count actual encoder work (a warm cache leaves them at 0).
+    ``use_title=False`` embeds a chunk's text alone (hits always carry the
+    original chunk, whatever was embedded).
     """
 
     def __init__(
@@ -70,6 +85,7 @@ class DenseRetriever(Retriever):
         cache: EmbeddingCache | None = None,
         use_cache: bool = True,
         index_params: dict | None = None,
+        use_title: bool = True,
     ) -> None:
         if not isinstance(encoder, Encoder):
             raise TypeError(f"{type(encoder).__name__} does not implement the Encoder protocol")
@@ -78,6 +94,9 @@ class DenseRetriever(Retriever):
         self.index_params = dict(index_params or {})
         self._cache = cache
         self.use_cache = use_cache
+        if not isinstance(use_title, bool):
+            raise ParamError(f"{type(self).__name__}: use_title must be true or false, got {use_title!r}")
+        self.use_title = use_title
         self.encoder_calls = 0
         self.texts_encoded = 0
         self._chunks: list[Chunk] = []
@@ -93,7 +112,7 @@ class DenseRetriever(Retriever):
 
     @property
     def identity(self) -> str:
-        return f"dense({self.encoder.model_id},index={self.index_kind})"
+        return f"dense({self.encoder.model_id},index={self.index_kind},title={self.use_title})"
 
     @property
     def label(self) -> str:
@@ -125,7 +144,7 @@ class DenseRetriever(Retriever):
         self._index = None
         if not self._chunks:
             return self
-        vectors = self._embed([c.text for c in self._chunks], "doc")
+        vectors = self._embed([titled_text(c, self.use_title) for c in self._chunks], "doc")
         self._index = FaissIndex(vectors.shape[1], self.index_kind, metric="ip", **self.index_params)
         self._index.add([str(i) for i in range(len(self._chunks))], vectors)
         return self
@@ -144,3 +163,34 @@ class DenseRetriever(Retriever):
             [Hit(self._chunks[int(i)], score, rank) for rank, (i, score) in enumerate(row)]
             for row in self._index.search(qvecs, k)
         ]
+
+    def rank_candidates(self, queries: Sequence[str], candidates: Sequence[Sequence[Chunk]], k: int) -> list[list[Hit]]:
+        """Rank each query's own candidate chunks, without an index over the corpus.
+
+        The candidates of all queries are embedded together (one encoder call
+        for those the cache lacks, each distinct text once), so a second stage
+        over a first stage's top hits encodes only those hits.  Ties keep the
+        candidates' given order.
+        """
+        if isinstance(queries, str):
+            raise ValueError("rank_candidates takes a sequence of queries, not one string")
+        if len(queries) != len(candidates):
+            raise ValueError(f"got {len(queries)} queries for {len(candidates)} candidate lists")
+        if k <= 0:
+            raise ValueError(f"k must be positive, got {k}")
+        texts = list(dict.fromkeys(titled_text(c, self.use_title) for group in candidates for c in group))
+        if not texts:
+            return [[] for _ in queries]
+        row_of = {t: i for i, t in enumerate(texts)}
+        doc_vecs = self._embed(texts, "doc")
+        query_vecs = self._embed(list(queries), "query")
+        results = []
+        for qvec, group in zip(query_vecs, candidates):
+            if not group:
+                results.append([])
+                continue
+            rows = np.fromiter((row_of[titled_text(c, self.use_title)] for c in group), dtype=np.int64, count=len(group))
+            scores = doc_vecs[rows] @ qvec
+            order = top_k_indices(scores, k)
+            results.append([Hit(group[i], float(scores[i]), rank) for rank, i in enumerate(order)])
+        return results

@@ -137,9 +137,10 @@ class OpenAIEmbeddingRetriever(DenseRetriever):
         index_kind: str = "flat",
         cache: EmbeddingCache | None = None,
         use_cache: bool = True,
+        use_title: bool = True,
     ) -> None:
         encoder = OpenAIEmbeddingEncoder(
             model, base_url=base_url, api_key_env=api_key_env, batch_size=batch_size,
             retry=retry, timeout_s=timeout_s, dimensions=dimensions,
         )
-        super().__init__(encoder, index_kind=index_kind, cache=cache, use_cache=use_cache)
+        super().__init__(encoder, index_kind=index_kind, cache=cache, use_cache=use_cache, use_title=use_title)

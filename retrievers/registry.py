@@ -20,6 +20,8 @@ RETRIEVERS.add("mcontriever", "retrievers.contriever:MContrieverRetriever")
 RETRIEVERS.add("sentence-transformers", "retrievers.sentence_transformers:SentenceTransformerRetriever")
 RETRIEVERS.add("minilm", "retrievers.sentence_transformers:MiniLMRetriever")
 RETRIEVERS.add("openai", "retrievers.openai_embeddings:OpenAIEmbeddingRetriever")
+RETRIEVERS.add("hybrid", "retrievers.hybrid:HybridRetriever")
+RETRIEVERS.add("rerank", "retrievers.rerank:RerankRetriever")
 
 
 def make_retriever(spec: Any, **params: Any) -> Retriever:

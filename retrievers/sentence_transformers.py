@@ -82,12 +82,13 @@ class SentenceTransformerRetriever(DenseRetriever):
         index_kind: str = "flat",
         cache: EmbeddingCache | None = None,
         use_cache: bool = True,
+        use_title: bool = True,
     ) -> None:
         model = model if model is not None else self._default_model()
         encoder = SentenceTransformerEncoder(
             str(model), device=device, batch_size=batch_size, max_length=max_length, model_id=self._model_id(model)
         )
-        super().__init__(encoder, index_kind=index_kind, cache=cache, use_cache=use_cache)
+        super().__init__(encoder, index_kind=index_kind, cache=cache, use_cache=use_cache, use_title=use_title)
 
     def _model_id(self, model: str | Path) -> str:
         return str(model)

@@ -9,6 +9,7 @@ import typer
 from experiments.cli.build import build_kv, build_m4le, build_sweep
 from experiments.cli.chunk import chunk
 from experiments.cli.curve import curve
+from experiments.cli.judge import judge
 from experiments.cli.listing import list_components
 from experiments.cli.quickstart import quickstart
 from experiments.cli.retrieve import retrieve
@@ -50,6 +51,7 @@ app.command("score")(score)
 app.command("chunk")(chunk)
 app.command("retrieve")(retrieve)
 app.command("curve")(curve)
+app.command("judge")(judge)
 app.command("list")(list_components)
 
 build_app = typer.Typer(help="Build data in the published formats (KV retrieval, LITM position sweeps, M4LE).", no_args_is_help=True)

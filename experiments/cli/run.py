@@ -19,6 +19,9 @@ def run(
     set_: List[str] = typer.Option([], "--set", help="Override a config key, e.g. --set batch_size=4 (repeatable)."),
     report: bool = typer.Option(True, "--report/--no-report", help="Write report.md and plots when done."),
     plain: bool = typer.Option(False, "--plain", help="Plain Markdown tables (the default when stdout is not a terminal)."),
+    executor: str = typer.Option("local", "--executor", help="Where units run: 'local' (this process) or 'ray' (a Ray pool)."),
+    ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Join this Ray cluster ('auto', HOST:PORT or ray://HOST:PORT); default: start a local Ray instance."),
+    workers: Optional[int] = typer.Option(None, "--workers", help="Ray actors (default: the cluster's CPUs)."),
 ) -> None:
     """Run an evaluation grid; predictions are appended and the run can be resumed."""
     from experiments.run.config import load_config
@@ -27,13 +30,22 @@ def run(
     if resume is not None:
         if config is not None:
             raise typer.BadParameter("give either CONFIG or --resume RUN_DIR, not both")
-        runner = Runner.resume(resume)
-    else:
-        if config is None:
-            raise typer.BadParameter("missing CONFIG (or --resume RUN_DIR)")
-        cfg = load_config(config, parse_overrides(set_))
-        run_dir = out or Path(cfg.output_dir or f"runs/{cfg.name}")
-        runner = Runner(cfg, run_dir) if dry_run else Runner.create(cfg, run_dir)
+    elif config is None:
+        raise typer.BadParameter("missing CONFIG (or --resume RUN_DIR)")
+    cfg = None if resume is not None else load_config(config, parse_overrides(set_))
+    pool = None if dry_run else make_executor(executor, ray_address, workers)
+    try:
+        if resume is not None:
+            runner = Runner.resume(resume, executor=pool)
+        else:
+            run_dir = out or Path(cfg.output_dir or f"runs/{cfg.name}")
+            runner = Runner(cfg, run_dir) if dry_run else Runner.create(cfg, run_dir, executor=pool)
+    except BaseException:
+        if pool is not None:
+            pool.close()
+        raise
+    if pool is not None:
+        pool.share_examples(runner.worker)
     try:
         if dry_run:
             print_plan(runner, plain=plain_output(plain))
@@ -42,6 +54,25 @@ def run(
     finally:
         runner.close()
     finish(runner.run_dir, stats, report=report, plain=plain_output(plain))
+
+
+def make_executor(kind: str, address: Optional[str], workers: Optional[int]):
+    """None for the local executor (the runner makes its own); a connected ``RayExecutor`` for 'ray'.
+
+    Options that only Ray takes are refused with the local executor rather than ignored.
+    """
+    from indexes.ground import UserError
+
+    if kind not in ("local", "ray"):
+        raise UserError(f"--executor must be 'local' or 'ray', got {kind!r}")
+    if kind == "local":
+        given = [name for name, value in (("--ray-address", address), ("--workers", workers)) if value is not None]
+        if given:
+            raise UserError(f"{' and '.join(given)} need(s) --executor ray")
+        return None
+    from experiments.run.ray_executor import RayExecutor
+
+    return RayExecutor(address, workers=workers)
 
 
 def execute(runner):

@@ -31,7 +31,14 @@ def _json_safe(value):
 
 
 def write_scores(run_dir: Path, cells: Sequence[Cell]) -> None:
-    rows = [_json_safe(asdict(c)) for c in cells]
+    from experiments.report.judge import judged_cells
+
+    judged: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    for j in judged_cells(run_dir):
+        judged[(j.task, j.config_hash)].append({"protocol": j.protocol, "against": j.against, "judge": j.judge,
+                                                "value": j.value, "ci95": list(j.ci95), "n": j.n,
+                                                "n_failed": j.n_failed})
+    rows = [_json_safe({**asdict(c), "judged": judged.get((c.task, c.config_hash), [])}) for c in cells]
     write_atomic(run_dir / "scores.json", json.dumps({"cells": rows}, indent=2, ensure_ascii=False))
     header = ["task", "category", "reader", "compressor", "config_hash", "metric", "score", "delta_vs_full",
               "delta_paired", "delta_ci95_lo", "delta_ci95_hi", "n_paired", "p_value", "n", "n_failed", "ratio"]
@@ -98,6 +105,14 @@ def render_markdown(data: RunData, tables: dict[str, Table], plot_paths: Sequenc
     for name, (header, body) in tables.items():
         if body:
             parts += ["", f"## {TITLES[name]}", "", markdown_table(header, body)]
+    from experiments.report.judge import judged_cells, judged_table
+
+    judged = judged_cells(run_dir)
+    if judged:
+        parts += ["", "## Judged evaluation", "",
+                  "Win-rates (pairwise; ties count half) and rubric scores (score) x 100, with 95% bootstrap "
+                  "intervals over examples; failed judgements (unparseable verdicts, judge errors) are counted and "
+                  "left out. See `judgements.jsonl`.", "", markdown_table(*judged_table(judged))]
     if curve:
         from experiments.report.curve import curve_table
 

@@ -17,6 +17,12 @@ answering, past a client's timeout), ``drop`` (closes the socket with no
 response), ``malformed_json`` (a 200 with a torn JSON body), ``empty_choices``
 (a 200 with ``choices: []`` or ``data: []``).
 
+Fleet tests: ``kill()`` stops a server abruptly (in-flight requests are cut
+with no reply, new connections are refused, as when a process dies) and
+``start()`` brings it back on the same port; ``unhealthy = True`` makes it
+answer 503 to everything, ``GET /v1/models`` (a health probe) included;
+``stats`` counts probes and the most requests it ever had in flight.
+
 Run one by hand: ``python -m tests.support.fake_openai --port 8000 --fault-rate 0.3``.
 """
 from __future__ import annotations
@@ -29,6 +35,7 @@ import logging
 import math
 import random
 import re
+import socket
 import struct
 import threading
 import time
@@ -120,8 +127,12 @@ class FakeOpenAIServer:
         self._slots = threading.Semaphore(max_concurrency) if max_concurrency else None
         self._lock = threading.Lock()
         self._seen: Counter[str] = Counter()
-        self._stats: dict[str, Any] = {"requests": 0, "ok": 0, "faults_injected": Counter(), "by_path": Counter()}
+        self._stats: dict[str, Any] = {"requests": 0, "ok": 0, "faults_injected": Counter(), "by_path": Counter(),
+                                       "probes": 0, "in_flight": 0, "max_in_flight": 0}
         self.arrivals: list[tuple[float, str]] = []  # (monotonic time, path); no headers, never the key
+        self.unhealthy = False  # answer 503 to every request, health probes included
+        self._connections: set[socket.socket] = set()
+        self._killed = threading.Event()
         self._stopping = threading.Event()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -129,6 +140,9 @@ class FakeOpenAIServer:
 
     # -- lifecycle --------------------------------------------------------
     def start(self) -> "FakeOpenAIServer":
+        """Serve in a background thread; after ``stop()`` or ``kill()`` this serves again on the same port."""
+        self._stopping.clear()
+        self._killed.clear()
         handler = type("Handler", (_Handler,), {"server_ref": self})
         self._httpd = ThreadingHTTPServer((self.host, self.port), handler)
         self._httpd.daemon_threads = True
@@ -154,6 +168,18 @@ class FakeOpenAIServer:
         if self._timer is not None:
             self._timer.cancel()
 
+    def kill(self) -> None:
+        """Die as a killed process would: in-flight requests are cut with no reply, new ones are refused."""
+        self._killed.set()
+        self.stop()
+        with self._lock:
+            connections = list(self._connections)
+        for conn in connections:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
     def __enter__(self) -> "FakeOpenAIServer":
         return self.start()
 
@@ -170,14 +196,27 @@ class FakeOpenAIServer:
 
     @property
     def stats(self) -> dict[str, Any]:
-        """A snapshot: ``requests``, ``ok``, ``faults_injected`` (by kind), ``by_path``."""
+        """A snapshot: ``requests`` (POSTs), ``ok``, ``faults_injected`` (by kind), ``by_path``, ``probes``
+        (``GET /v1/models``), ``in_flight`` and ``max_in_flight`` (POSTs being served, now and at most)."""
         with self._lock:
             return {
                 "requests": self._stats["requests"],
                 "ok": self._stats["ok"],
                 "faults_injected": dict(self._stats["faults_injected"]),
                 "by_path": dict(self._stats["by_path"]),
+                "probes": self._stats["probes"],
+                "in_flight": self._stats["in_flight"],
+                "max_in_flight": self._stats["max_in_flight"],
             }
+
+    def _track(self, conn: socket.socket, open_: bool) -> None:
+        with self._lock:
+            (self._connections.add if open_ else self._connections.discard)(conn)
+
+    def _flight(self, delta: int) -> None:
+        with self._lock:
+            self._stats["in_flight"] += delta
+            self._stats["max_in_flight"] = max(self._stats["max_in_flight"], self._stats["in_flight"])
 
     # -- decisions (called by the handler) -------------------------------
     def _admit(self, path: str, raw_body: bytes) -> tuple[bool, str | None]:
@@ -252,6 +291,17 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # request line only, never headers
         log.debug("fake-openai: " + format, *args)
 
+    def setup(self) -> None:
+        super().setup()
+        self.server_ref._track(self.connection, True)
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        except OSError:  # the socket was shut down by kill()
+            pass
+        self.server_ref._track(self.connection, False)
+
     def _send_json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
         body = payload if isinstance(payload, bytes) else json.dumps(payload).encode("utf-8")
         try:
@@ -284,6 +334,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(404, f"no route GET {self.path}", "invalid_request_error")
             return
         srv = self.server_ref
+        with srv._lock:
+            srv._stats["probes"] += 1
+        if srv.unhealthy:
+            self._error(503, "unhealthy (set by the test)", "server_error")
+            return
         data = [{"id": m, "object": "model", "created": 0, "owned_by": "ctxcomp-fake"} for m in srv.models]
         self._send_json(200, {"object": "list", "data": data})
 
@@ -311,14 +366,25 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError as err:
             self._error(400, f"bad JSON body: {err}", "invalid_request_error")
             return
+        if srv.unhealthy:
+            self._error(503, "unhealthy (set by the test)", "server_error")
+            return
         slots = srv._slots
         if slots is not None:
-            slots.acquire()
+            while not slots.acquire(timeout=0.05):
+                if srv._killed.is_set():
+                    self.close_connection = True
+                    return
+        srv._flight(+1)
         try:
             if srv.service_time_s > 0:
-                time.sleep(srv.service_time_s)
+                srv._killed.wait(srv.service_time_s)
+            if srv._killed.is_set():  # killed while serving: no reply at all
+                self.close_connection = True
+                return
             self._reply(path, body, fault)
         finally:
+            srv._flight(-1)
             if slots is not None:
                 slots.release()
             if srv._stopping.is_set():  # no keep-alive past the end: the next request must fail to connect

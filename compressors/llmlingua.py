@@ -1,0 +1,245 @@
+"""Token-level compression: LongLLMLingua (Jiang et al., 2023, arXiv 2310.06839) through the ``llmlingua`` package.
+
+A small causal LM reads the context with the question and drops the tokens it
+finds least informative.  LongLLMLingua is the question-aware, coarse-to-fine
+form: documents are ranked by how well each predicts the question
+(``rank_method="longllmlingua"``), kept while they fit the budget, reordered
+best first, and each is then pruned token by token, the better-ranked ones
+less (``dynamic_context_compression_ratio``), with token scores conditioned on
+the question (``condition_in_question="after_condition"``,
+``condition_compare=True``).  The settings are those the package's README
+gives for LongLLMLingua.
+
+Why an adapter around ``llmlingua.PromptCompressor`` (version 0.2.2):
+
+- its ``__init__`` calls ``tiktoken.encoding_for_model("gpt-3.5-turbo")``, which
+  downloads ``cl100k_base`` (not shipped with tiktoken) only to count GPT-3.5
+  tokens for its statistics, and it loads models with ``trust_remote_code=True``.
+  We skip that ``__init__``, load the model ourselves, and give it the reader's
+  tokenizer to count with, so its statistics are in the reader's tokens;
+- it passes the key/value cache around as a list of (key, value) pairs, while
+  transformers 5 returns a ``Cache`` object whose iteration yields triples
+  (``ValueError: too many values to unpack``); :class:`_PairCacheModel`
+  converts at the model call.
+
+The LM's tokenizer must round-trip text (``decode(encode(x)) == x``, as byte
+BPE tokenizers do): llmlingua asserts it where the question meets the context.
+"""
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+from compressors.base import CompressedContext, Compressible, CompressionError, Compressor
+from compressors.retrieval import split_context
+from indexes.chunking import CHUNKERS, make_chunker
+from indexes.ground import ComponentSpec, Nested, ParamError, SpecLike
+from readers.base import Tokenizer
+
+REORDERS = ("sort", "original", "two_stage")
+DEFAULT_RATE = 0.5
+# LongLLMLingua's documented settings (the package README's example)
+SETTINGS = {
+    "rank_method": "longllmlingua",
+    "condition_in_question": "after_condition",
+    "condition_compare": True,
+}
+
+_models: dict[tuple[str, str, str], tuple[Any, Any]] = {}
+_models_lock = threading.Lock()
+
+
+def _load(model: str, device: str, dtype: str) -> tuple[Any, Any]:
+    """(model, tokenizer), loaded once per process for each (path, device, dtype)."""
+    key = (model, device, dtype)
+    with _models_lock:
+        if key not in _models:
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+
+            from readers.hf import resolve_dtype
+
+            tokenizer = AutoTokenizer.from_pretrained(model)
+            lm = AutoModelForCausalLM.from_pretrained(model, dtype=resolve_dtype(dtype, device)).to(device).eval()
+            tokenizer.padding_side = "left"  # as llmlingua's own loader sets it
+            if tokenizer.pad_token_id is None:
+                tokenizer.pad_token_id = getattr(lm.config, "pad_token_id", None) or tokenizer.eos_token_id
+            _models[key] = (lm, tokenizer)
+        return _models[key]
+
+
+class _PairCacheModel:
+    """Calls a causal LM with the (key, value)-pair cache format llmlingua 0.2.2 was written for."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+
+    def __call__(self, input_ids: Any, attention_mask: Any = None, past_key_values: Any = None, use_cache: bool = True) -> Any:
+        from transformers import Cache, DynamicCache
+
+        if past_key_values is not None and not isinstance(past_key_values, Cache):
+            pairs = [(k, v) for k, v in past_key_values]
+            legacy = getattr(DynamicCache, "from_legacy_cache", None)  # transformers 4; gone in 5
+            past_key_values = legacy(pairs) if legacy is not None else DynamicCache(pairs)
+        out = self.model(input_ids, attention_mask=attention_mask, past_key_values=past_key_values, use_cache=use_cache)
+        if isinstance(out.past_key_values, Cache):
+            out.past_key_values = [(layer[0], layer[1]) for layer in out.past_key_values]
+        return out
+
+
+def _prompt_compressor(model: Any, tokenizer: Any, device: str, counter: Tokenizer) -> Any:
+    """A ``PromptCompressor`` in the state its ``__init__`` and ``load_model`` leave it, minus the download."""
+    from llmlingua import PromptCompressor
+
+    pc = PromptCompressor.__new__(PromptCompressor)
+    pc.__dict__.update(
+        model_name=str(getattr(model, "name_or_path", "")), use_llmlingua2=False, retrieval_model=None,
+        retrieval_model_name=None, open_api_config={}, cache_bos_num=10, prefix_bos_num=100,
+        oai_tokenizer=counter, tokenizer=tokenizer, model=_PairCacheModel(model), device=device,
+        context_idxs=[], max_position_embeddings=model.config.max_position_embeddings,
+    )
+    return pc
+
+
+class LLMLinguaCompressor(Compressor):
+    """Prune the context's tokens with LongLLMLingua, keeping about ``rate`` of them or ``target_token`` of them.
+
+    Parameters
+    ----------
+    rate: fraction of the context's tokens to keep, in (0, 1] (default 0.5).
+    target_token: instead, a budget in ``count_tokens`` units (the reader's
+        tokens); a context already within it is returned unchanged.
+        llmlingua aims at the budget but may land a little over it
+        (``trace.over_budget`` says so); nothing is cut afterwards.
+    model: a local folder (or hub id) of the small causal LM; default the
+        packaged SmolLM2-135M-Instruct converted by ``readers.smollm2``.
+    device, dtype: where and how the LM runs (``auto``: GPU when there is one;
+        bfloat16 there, float32 on CPU).
+    chunker, chunk_size: how a context without titled passages is cut into
+        the documents LongLLMLingua ranks (default LongBench's splitter, 200
+        words); an item with passages uses each passage as a document.
+    reorder: ``sort`` (best-ranked documents first, LongLLMLingua's setting),
+        ``original`` or ``two_stage``.
+    dynamic_ratio: how much more the worse-ranked documents are pruned (0.3).
+    context_budget: slack for the document-level filter, in LM tokens ("+100").
+    """
+
+    nested = {"chunker": Nested(CHUNKERS, injected=("size", "overlap"))}
+
+    def __init__(
+        self,
+        rate: float | None = None,
+        target_token: int | None = None,
+        model: str | Path | None = None,
+        device: str = "auto",
+        dtype: str = "auto",
+        chunker: SpecLike = "longbench",
+        chunk_size: int = 200,
+        reorder: str = "sort",
+        dynamic_ratio: float = 0.3,
+        context_budget: str = "+100",
+        tokenizer: Tokenizer | None = None,
+    ) -> None:
+        super().__init__(tokenizer)
+        if rate is not None and target_token is not None:
+            raise ParamError("llmlingua: give rate or target_token, not both")
+        if rate is not None and (isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 < rate <= 1):
+            raise ParamError(f"llmlingua: rate must be a number in (0, 1], got {rate!r}")
+        if target_token is not None and (isinstance(target_token, bool) or not isinstance(target_token, int) or target_token <= 0):
+            raise ParamError(f"llmlingua: target_token must be a positive integer, got {target_token!r}")
+        if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size <= 0:
+            raise ParamError(f"llmlingua: chunk_size must be a positive integer, got {chunk_size!r}")
+        if reorder not in REORDERS:
+            raise ParamError(f"llmlingua: reorder must be one of {REORDERS}, got {reorder!r}")
+        if isinstance(dynamic_ratio, bool) or not isinstance(dynamic_ratio, (int, float)) or not 0 <= dynamic_ratio <= 1:
+            raise ParamError(f"llmlingua: dynamic_ratio must be a number in [0, 1], got {dynamic_ratio!r}")
+        if not isinstance(context_budget, str) or not context_budget.strip():
+            raise ParamError(f"llmlingua: context_budget must be a string such as '+100', got {context_budget!r}")
+        self.rate = float(rate) if rate is not None else (None if target_token is not None else DEFAULT_RATE)
+        self.target_token = target_token
+        self.model = str(model) if model is not None else None
+        self.device, self.dtype = device, dtype
+        self.chunk_size = chunk_size
+        self.reorder, self.dynamic_ratio, self.context_budget = reorder, float(dynamic_ratio), context_budget
+        self._chunker_spec = ComponentSpec.parse(chunker, "llmlingua: chunker")
+        self._chunker = make_chunker(self._chunker_spec, chunk_size)
+        self._compressor: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def model_id(self) -> str:
+        return self.model or "smollm2-135m-instruct"
+
+    @property
+    def identity(self) -> str:
+        amount = f"rate={self.rate:g}" if self.rate is not None else f"target_token={self.target_token}"
+        return (f"llmlingua(longllmlingua,lm={self.model_id},dtype={self.dtype},{amount},reorder={self.reorder},"
+                f"dynamic={self.dynamic_ratio:g},budget={self.context_budget},{self._chunker_spec.name}:{self.chunk_size})")
+
+    @property
+    def label(self) -> str:
+        return f"llmlingua(rate={self.rate:g})" if self.rate is not None else f"llmlingua(<={self.target_token} tokens)"
+
+    def _prompt_compressor(self) -> Any:
+        if self._compressor is None:
+            from readers.hf import resolve_device
+
+            if self.model is None:
+                from readers.smollm2 import converted_dir
+
+                path = str(converted_dir()[0])
+            else:
+                path = self.model
+            device = resolve_device(self.device)
+            lm, lm_tokenizer = _load(path, device, self.dtype)
+            self._compressor = _prompt_compressor(lm, lm_tokenizer, device, self.tokenizer)
+        return self._compressor
+
+    def _documents(self, item: Compressible) -> list[str]:
+        passages = [p for p in (item.passages or ()) if p.text.strip()]
+        if passages:
+            return [f"{p.title}\n{p.text}" if p.title else p.text for p in passages]
+        return [c.text.strip() for c in split_context(self._chunker, item)]
+
+    def compress(self, item: Compressible) -> CompressedContext:
+        if not item.query or not item.query.strip():
+            raise CompressionError(f"example {item.id!r}: LongLLMLingua ranks and prunes by the question; the query is empty")
+        tokens_in = self.count_tokens(item.context)
+        documents = self._documents(item)
+        joined = "\n\n".join(documents)
+        if self.rate is not None:
+            share = self.rate
+        else:
+            share = self.target_token / max(self.count_tokens(joined), 1)
+            if share >= 1:
+                return CompressedContext(text=item.context, passages=tuple(item.passages), tokens_in=tokens_in,
+                                         tokens_out=tokens_in, trace={"kept_text": item.context, "ratio": 1.0,
+                                                                      "within_budget_already": True})
+        with self._lock:
+            pc = self._prompt_compressor()
+            lm_tokens = sum(pc.get_token_length(d, add_special_tokens=False) for d in documents)
+            target_lm = max(1, round(share * lm_tokens))
+            try:
+                result = pc.compress_prompt(
+                    documents, question=item.query, target_token=target_lm, reorder_context=self.reorder,
+                    dynamic_context_compression_ratio=self.dynamic_ratio, context_budget=self.context_budget,
+                    concate_question=False, **SETTINGS,
+                )
+            except AssertionError as err:  # llmlingua checks its inputs with assert
+                raise CompressionError(f"example {item.id!r}: llmlingua refused the example: {err or 'an internal check failed'}") from None
+        text = result["compressed_prompt"].strip()
+        if not text:
+            raise CompressionError(f"example {item.id!r}: llmlingua kept nothing of the context")
+        tokens_out = self.count_tokens(text)
+        trace = {
+            "kept_text": text,
+            "ratio": tokens_in / tokens_out,
+            "n_documents": len(documents),
+            "lm": self.model_id,
+            "lm_tokens_in": lm_tokens,
+            "lm_target_tokens": target_lm,
+            "llmlingua": {k: result[k] for k in ("origin_tokens", "compressed_tokens", "ratio", "rate") if k in result},
+        }
+        if self.target_token is not None:
+            trace["over_budget"] = tokens_out > self.target_token
+        return CompressedContext(text=text, tokens_in=tokens_in, tokens_out=tokens_out, trace=trace)

@@ -1,0 +1,49 @@
+"""``ctxcomp judge``: an LLM judges a run's predictions (L-Eval's pairwise protocol or a HELMET-style rubric)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List
+
+import typer
+
+from experiments.cli.errors import parse_overrides, plain_output, print_table, user_errors
+from indexes.ground import UserError
+
+
+def judge_spec(judge: str, params: list[str]) -> dict:
+    """``--judge NAME`` or ``--judge FILE.yaml`` (a ``{name, params}`` section), plus ``--judge-param`` overrides."""
+    import yaml
+
+    if judge.endswith((".yaml", ".yml", ".json")):
+        path = Path(judge)
+        if not path.is_file():
+            raise UserError(f"judge config {path} not found")
+        try:
+            section = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except yaml.YAMLError as err:
+            raise UserError(f"judge config {path}: invalid YAML ({err})") from None
+        if not isinstance(section, dict) or "name" not in section:
+            raise UserError(f"judge config {path} must be a mapping with name (and params)")
+    else:
+        section = {"name": judge, "params": {}}
+    return {"name": section["name"], "params": {**(section.get("params") or {}), **parse_overrides(params)}}
+
+
+@user_errors
+def judge(
+    run_dir: Path = typer.Argument(..., help="A run directory written by `ctxcomp run`."),
+    judge: str = typer.Option(..., "--judge", help="A reader name (e.g. openai) or a YAML file with {name, params}."),
+    judge_param: List[str] = typer.Option([], "--judge-param", help="KEY=VALUE for the judge reader (YAML values; repeatable)."),
+    protocol: str = typer.Option("pairwise", "--protocol", help="pairwise (L-Eval) or score (HELMET-style rubric)."),
+    against: str = typer.Option("reference", "--against", help="pairwise: 'reference', another RUN_DIR, or arm:LABEL of this run."),
+    plain: bool = typer.Option(False, "--plain", help="Plain Markdown tables (the default when stdout is not a terminal)."),
+) -> None:
+    """Judge every prediction of RUN_DIR not judged yet; write judgements.jsonl and add the rates to the report."""
+    from experiments.report.judge import judge_run, judged_cells, judged_table
+    from experiments.report.write import write_report
+
+    stats = judge_run(run_dir, judge_spec(judge, judge_param), protocol=protocol, against=against)
+    typer.echo(f"judged {stats.judged}, {stats.already_done} already judged, {stats.failed} failed, "
+               f"{stats.unmatched} without an opponent", err=True)
+    write_report(run_dir, plots=False)
+    print_table(*judged_table(judged_cells(run_dir)), plain=plain_output(plain))

@@ -1,0 +1,326 @@
+"""Carry out a run's units on Ray: a pool of actors, each holding one ``Worker``; the driver writes every record.
+
+``RayExecutor`` implements the runner's ``Executor`` protocol.  The driver
+(``Runner``) plans the units, takes the run directory's lock and writes every
+line, exactly as with the local executor, so the append-only, dedup and resume
+rules do not change with scale, and a run started with one executor can be
+resumed with the other.
+
+- **Where.** No address: a local Ray instance with ``num_cpus=workers`` is
+  started (and shut down on ``close``).  ``"auto"``, ``HOST:PORT`` or
+  ``ray://HOST:PORT``: an existing cluster is joined; an address that cannot be
+  reached is a one-line ``UserError`` before any work.
+- **Heavy objects once per worker.** Each actor builds one ``Worker(config)``
+  and, before any unit is sent, every grid point's reader and compressor
+  (a bad reader parameter is therefore reported before any work).  The
+  driver's already-loaded examples are put in Ray's object store once and
+  shared by every actor, so workers need neither the data files nor the hub.
+- **Faults.** An actor whose process dies (SIGKILL, OOM) is restarted by Ray
+  (``max_restarts``) and its pending units are re-run there
+  (``max_task_retries``); when Ray gives up, the executor starts a fresh actor
+  and resubmits the unit itself (at most ``max_resubmits`` times per unit).
+  A unit's result reaches the driver once, so nothing is written twice, and
+  completed model calls of a re-run unit come from the generation cache.
+- **Failures are data; bugs are not.** A ``UserError`` inside an actor is
+  raised again in the driver as itself (one line at the CLI); any other
+  exception stops the run with the remote traceback, after the units already
+  running are finished and written.
+- **Caches.** Each worker uses the generation and embedding caches of its own
+  machine (``$CTXCOMP_CACHE_DIR``; diskcache is SQLite and must never be shared
+  over a network file system).  Actors on the driver's own node get the
+  driver's ``CTXCOMP_*`` and Hugging Face offline settings; other nodes keep
+  their own.  API keys are never sent through Ray: each node reads its own
+  environment (set it before ``ray start``).
+"""
+from __future__ import annotations
+
+import os
+import socket
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from experiments.data.records import Example
+from experiments.run.config import RunConfig, TaskConfig, canonical_json, parse_config
+from experiments.run.runner import ProgressFn, StepFn, UnitResult, Worker, WorkUnit
+from indexes.ground import UserError
+
+# Settings a worker on the driver's own machine takes from the driver (never secrets).
+FORWARDED_ENV = ("CTXCOMP_CACHE_DIR", "CTXCOMP_MODEL_CACHE_DIR", "CTXCOMP_NO_PROGRESS", "HF_HUB_OFFLINE",
+                 "TRANSFORMERS_OFFLINE", "HF_HOME", "HF_DATASETS_OFFLINE")
+
+
+class RayExecutorError(UserError):
+    """Ray is missing, or the cluster named by ``--ray-address`` cannot be reached."""
+
+
+def check_address(address: str, timeout_s: float = 5.0) -> None:
+    """Refuse an address that is not ``auto``, ``HOST:PORT`` or ``ray://HOST:PORT``, or whose port does not answer."""
+    if address == "auto":
+        return
+    target = address[len("ray://"):] if address.startswith("ray://") else address
+    host, sep, port = target.rpartition(":")
+    if not sep or not host or not port.isdigit() or "/" in target:
+        raise RayExecutorError(f"--ray-address must be 'auto', HOST:PORT or ray://HOST:PORT, got {address!r}")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+            pass
+    except OSError as err:
+        reason = err.strerror or type(err).__name__
+        raise RayExecutorError(f"cannot reach the Ray cluster at {address}: {reason} "
+                               f"(is `ray start --head` running there, and is the port open?)") from None
+
+
+class _ShippedWorker(Worker):
+    """A worker whose examples come from the driver (through Ray's object store), never from files."""
+
+    def __init__(self, config: RunConfig) -> None:
+        super().__init__(config, progress=False)
+        self.shipped: dict[str, dict[str, Example]] | None = None
+
+    def examples(self, task: TaskConfig) -> dict[str, Example]:
+        if self.shipped is None:
+            raise RuntimeError("the driver has not shipped this worker's examples yet")
+        return self.shipped[task.key]
+
+
+class UnitActor:
+    """The body of one Ray actor: one worker process, one ``Worker``, units one after another.
+
+    The examples come with each call as a reference into the object store (fetched once per process), not
+    as a constructor argument, so an actor that Ray restarts needs nothing but its config.
+    """
+
+    def __init__(self, config: dict[str, Any], env: dict[str, str], driver_node: str) -> None:
+        import ray
+
+        if ray.get_runtime_context().get_node_id() == driver_node:
+            os.environ.update(env)
+        self.worker = _ShippedWorker(parse_config(config, "<driver config>"))
+
+    def prepare(self) -> int:
+        """Build every grid point's reader and compressor now (so a bad parameter surfaces before any unit)."""
+        for point in self.worker.grid:
+            self.worker.compressor(point)
+        return os.getpid()
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def process(self, unit: WorkUnit, examples: list[Any]) -> UnitResult:
+        """``examples``: ``[ref]``, a one-item list so Ray hands over the reference, not the value."""
+        if self.worker.shipped is None:
+            import ray
+
+            self.worker.shipped = ray.get(examples[0])
+        return self.worker.process(unit)
+
+
+class RayExecutor:
+    """Units on a pool of Ray actors (see the module docstring).
+
+    ``workers``: actors (default: the CPUs of the local instance or of the
+    cluster, divided by ``cpus_per_worker``).  ``depth``: units queued per
+    actor, so an actor never waits for the driver to write.
+    """
+
+    def __init__(self, address: str | None = None, *, workers: int | None = None, cpus_per_worker: float = 1.0,
+                 gpus_per_worker: float = 0.0, max_restarts: int = 2, max_resubmits: int = 3, depth: int = 2,
+                 progress: bool = True) -> None:
+        if workers is not None and workers < 1:
+            raise RayExecutorError(f"--workers must be >= 1, got {workers}")
+        if address is not None and not address.strip():
+            raise RayExecutorError("--ray-address is empty; give 'auto', HOST:PORT or ray://HOST:PORT")
+        try:
+            import ray
+        except ImportError:
+            raise RayExecutorError("--executor ray needs Ray: pip install 'ctxcomp[ray]' (or pip install 'ray>=2.9')") from None
+        self._ray = ray
+        self.address = address
+        self.cpus_per_worker, self.gpus_per_worker = cpus_per_worker, gpus_per_worker
+        self.max_restarts, self.max_resubmits, self.depth = max_restarts, max_resubmits, max(1, depth)
+        self.progress = progress
+        self._owns_ray = False
+        if address is not None:
+            check_address(address)
+        if not ray.is_initialized():
+            self._connect(address, workers)
+        self.workers = workers or self._default_workers()
+        self.actors: list[Any] = []
+        self.resubmitted = 0
+        self._source: Worker | None = None
+        self._shipped_for: str | None = None
+        self._examples_ref: Any = None
+        self._actor_class: Any = None
+        self.pids: list[int] = []  # each actor's process id after it was prepared
+
+    # -- connecting -------------------------------------------------------------------
+    def _connect(self, address: str | None, workers: int | None) -> None:
+        ray = self._ray
+        quiet = {"include_dashboard": False, "logging_level": "ERROR"}
+        if address is None:
+            ray.init(address="local", num_cpus=workers or os.cpu_count() or 1, **quiet)
+            self._owns_ray = True
+            return
+        try:
+            ray.init(address=address, **quiet)
+        except ConnectionError as err:
+            hint = " (start one with `ray start --head`)" if address == "auto" else ""
+            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            raise RayExecutorError(f"cannot join the Ray cluster at {address}: {first}{hint}") from None
+        self._owns_ray = True  # joined by us: disconnect on close (the cluster itself keeps running)
+
+    def _default_workers(self) -> int:
+        cpus = self._ray.cluster_resources().get("CPU", 1.0)
+        return max(1, int(cpus // max(self.cpus_per_worker, 1e-9)))
+
+    # -- examples -------------------------------------------------------------------------
+    def share_examples(self, worker: Worker) -> None:
+        """Use the driver's worker (the runner's) as the source of examples, so they are loaded once."""
+        self._source = worker
+
+    def _put_examples(self, config: RunConfig) -> Any:
+        key = canonical_json(config.model_dump(mode="json"))
+        if self._shipped_for != key:
+            source = self._source if self._source is not None and self._source.config == config else \
+                Worker(config, progress=False)
+            examples = {task.key: source.examples(task) for task in config.tasks}
+            self._examples_ref, self._shipped_for = self._ray.put(examples), key
+            self._close_actors()  # actors of another config hold another grid
+        return self._examples_ref
+
+    # -- actors -----------------------------------------------------------------------
+    def _new_actor(self, config: RunConfig) -> Any:
+        ray = self._ray
+        if self._actor_class is None:
+            self._actor_class = ray.remote(UnitActor)
+        remote = self._actor_class.options(
+            num_cpus=self.cpus_per_worker, num_gpus=self.gpus_per_worker, max_restarts=self.max_restarts,
+            max_task_retries=self.max_restarts if self.max_restarts else 0,
+        )
+        env = {k: os.environ[k] for k in FORWARDED_ENV if k in os.environ}
+        driver_node = ray.get_runtime_context().get_node_id()
+        return remote.remote(config.model_dump(mode="json"), env, driver_node)
+
+    def _start_actors(self, config: RunConfig, n: int) -> None:
+        self._put_examples(config)
+        while len(self.actors) < n:
+            self.actors.append(self._new_actor(config))
+        self.pids = self._get_all([actor.prepare.remote() for actor in self.actors])
+
+    def worker_pids(self) -> list[int]:
+        """The process id of each actor (for fault tests and diagnostics)."""
+        return self._get_all([actor.pid.remote() for actor in self.actors])
+
+    def _get_all(self, refs: list[Any]) -> list[Any]:
+        try:
+            return self._ray.get(refs)
+        except self._ray.exceptions.RayTaskError as err:
+            raise _unwrap(err) from None
+
+    # -- the protocol -----------------------------------------------------------------
+    def run(self, config: RunConfig, units: Sequence[WorkUnit], on_result: Callable[[UnitResult], None],
+            progress: ProgressFn, step: StepFn) -> None:
+        if not units:
+            return
+        ray = self._ray
+        exc = ray.exceptions
+        self._start_actors(config, min(self.workers, len(units)))
+        queue: deque[WorkUnit] = deque(units)
+        running: dict[Any, tuple[WorkUnit, int, Any]] = {}  # future -> (unit, actor slot, actor)
+        load = [0] * len(self.actors)
+        resubmits: dict[WorkUnit, int] = {}
+        failed_examples = 0
+        error: BaseException | None = None
+        bar = _unit_bar(len(units), self.progress)
+
+        def submit() -> None:
+            for slot in range(len(self.actors)):
+                while error is None and queue and load[slot] < self.depth:
+                    unit = queue.popleft()
+                    actor = self.actors[slot]
+                    running[actor.process.remote(unit, [self._examples_ref])] = (unit, slot, actor)
+                    load[slot] += 1
+
+        try:
+            submit()
+            while running:
+                bar.set_postfix_str(f"{len(running)} in flight, {failed_examples} failed examples"
+                                    + (f", {self.resubmitted} resubmitted" if self.resubmitted else ""), refresh=True)
+                ready, _ = ray.wait(list(running), num_returns=1)
+                ref = ready[0]
+                unit, slot, actor = running.pop(ref)
+                load[slot] -= 1
+                try:
+                    result = ray.get(ref)
+                except (exc.RayActorError, exc.ActorUnavailableError) as err:
+                    # Ray gave up on this actor (restarts spent): a fresh one takes its place and the unit again
+                    resubmits[unit] = resubmits.get(unit, 0) + 1
+                    if resubmits[unit] > self.max_resubmits:
+                        error = error or RuntimeError(
+                            f"a unit of {len(unit.ids)} example(s) lost its Ray worker {resubmits[unit]} times; "
+                            f"last: {str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__}")
+                        continue
+                    self.resubmitted += 1
+                    if self.actors[slot] is actor:  # the first of its units to report the death replaces it
+                        self._replace_actor(config, slot)
+                    queue.appendleft(unit)
+                    submit()
+                    continue
+                except exc.RayTaskError as err:  # the unit's code raised: a bug, or a user's mistake
+                    error = error or _unwrap(err)
+                    continue
+                on_result(result)
+                failed_examples += len(result.failures)
+                progress(len(unit.ids))
+                bar.update(1)
+                submit()
+        except BaseException:
+            for ref in running:  # Ctrl-C or a driver-side error: stop what runs, keep what was written
+                ray.cancel(ref, force=True)
+            raise
+        finally:
+            bar.close()
+        if error is not None:
+            raise error
+
+    def _replace_actor(self, config: RunConfig, slot: int) -> None:
+        old = self.actors[slot]
+        try:
+            self._ray.kill(old, no_restart=True)
+        except Exception:  # already gone
+            pass
+        self.actors[slot] = self._new_actor(config)
+        self.pids[slot] = self._get_all([self.actors[slot].prepare.remote()])[0]
+
+    def _close_actors(self) -> None:
+        for actor in self.actors:
+            try:
+                self._ray.kill(actor, no_restart=True)
+            except Exception:  # already gone
+                pass
+        self.actors = []
+
+    def close(self) -> None:
+        if self._ray.is_initialized():
+            self._close_actors()
+            if self._owns_ray:
+                self._ray.shutdown()
+        self._owns_ray = False
+
+
+def _unwrap(err: BaseException) -> BaseException:
+    """A user's mistake raised in an actor comes back as itself (one line at the CLI); a bug keeps Ray's
+    error, which is also an instance of the original class and carries the remote traceback."""
+    cause = getattr(err, "cause", None)
+    return cause if isinstance(cause, UserError) else err
+
+
+def _unit_bar(total: int, enabled: bool):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc="units", unit="unit", position=1, leave=False,
+                disable=not enabled or bool(os.environ.get("CTXCOMP_NO_PROGRESS")))
+
+
+__all__ = ["FORWARDED_ENV", "RayExecutor", "RayExecutorError", "UnitActor", "check_address"]

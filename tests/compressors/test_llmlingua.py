@@ -1,0 +1,174 @@
+"""LongLLMLingua through the llmlingua package, offline: a tiny local Llama, and (slow) the packaged SmolLM2."""
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+from compressors.base import CompressionError
+from compressors.registry import COMPRESSORS, make_compressor
+from indexes.ground import ParamError
+from indexes.types import Passage
+
+pytest.importorskip("llmlingua")
+
+SENTENCES = [
+    "Paris is the capital of France. It has many museums and the Eiffel tower.",
+    "The cat sat on the mat. Dogs bark at night and sleep in the day.",
+    "Berlin is the capital of Germany. It is known for its long history.",
+    "Rivers run to the sea, and the sea is never full.",
+]
+CONTEXT = " ".join(SENTENCES * 4)
+QUESTION = "What is the capital of France?"
+
+
+@pytest.fixture(scope="module")
+def tiny_lm(tmp_path_factory):
+    """A 2-layer Llama with random (seeded) weights and a byte-level BPE tokenizer trained here, which round-trips text."""
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    bpe.train_from_iterator(SENTENCES, trainers.BpeTrainer(
+        vocab_size=300, special_tokens=["<s>", "</s>", "<pad>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False))
+    tok = PreTrainedTokenizerFast(tokenizer_object=bpe, bos_token="<s>", eos_token="</s>", pad_token="<pad>",
+                                  clean_up_tokenization_spaces=False)
+    config = LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024,
+                         pad_token_id=tok.pad_token_id, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)
+    torch.manual_seed(0)
+    folder = tmp_path_factory.mktemp("tiny-bpe-llama")
+    LlamaForCausalLM(config).save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return str(folder)
+
+
+class CharTokenizer:
+    """One token per character, so counts are easy to state."""
+
+    def encode(self, text):
+        return [ord(c) for c in text]
+
+    def decode(self, ids):
+        return "".join(map(chr, ids))
+
+
+def is_subsequence(short: str, long: str) -> bool:
+    it = iter(long)
+    return all(c in it for c in short)
+
+
+def compressor(tiny_lm, **params):
+    return make_compressor({"name": "llmlingua", "params": {"model": tiny_lm, "device": "cpu", "chunk_size": 40, **params}},
+                           tokenizer=CharTokenizer())
+
+
+def test_rate_keeps_about_that_share_of_the_tokens_and_only_deletes(tiny_lm, make_item):
+    item = make_item(CONTEXT, QUESTION)
+    shares = {}
+    for rate in (0.3, 0.6):
+        out = compressor(tiny_lm, rate=rate, reorder="original").compress(item)
+        shares[rate] = out.tokens_out / out.tokens_in
+        assert abs(shares[rate] - rate) <= 0.15, (rate, shares[rate])
+        # token deletion in the original document order: what is left is a subsequence of the documents
+        chunks = make_compressor({"name": "llmlingua", "params": {"model": tiny_lm, "chunk_size": 40}})._documents(item)
+        assert is_subsequence(out.text, "\n\n".join(chunks))
+        assert out.trace["kept_text"] == out.text and out.trace["ratio"] == pytest.approx(out.tokens_in / out.tokens_out)
+    assert shares[0.3] < shares[0.6]
+
+
+def test_counts_with_the_injected_tokenizer_and_keeps_llmlinguas_stats(tiny_lm, make_item):
+    item = make_item(CONTEXT, QUESTION)
+    comp = compressor(tiny_lm, rate=0.5)
+    out = comp.compress(item)
+    assert (out.tokens_in, out.tokens_out) == (len(CONTEXT), len(out.text))
+    documents = comp._documents(item)
+    assert out.trace["n_documents"] == len(documents) > 1
+    # llmlingua counts "instruction, documents, question" joined by blank lines, here in the injected (character) tokens
+    assert out.trace["llmlingua"]["origin_tokens"] == len("\n\n".join(["", *documents, QUESTION]).strip())
+    assert out.trace["llmlingua"]["compressed_tokens"] == len(out.text)
+
+
+def test_a_budget_is_in_reader_tokens_and_a_context_within_it_is_untouched(tiny_lm, make_item):
+    item = make_item(CONTEXT, QUESTION)
+    comp = compressor(tiny_lm, target_token=len(CONTEXT) + 10)
+    out = comp.compress(item)
+    assert out.text == CONTEXT and out.tokens_out == out.tokens_in and comp._compressor is None  # no model loaded
+    out = compressor(tiny_lm, target_token=len(CONTEXT) // 3).compress(item)
+    assert out.tokens_out < out.tokens_in and out.trace["over_budget"] == (out.tokens_out > len(CONTEXT) // 3)
+
+
+def test_titled_passages_are_the_documents(tiny_lm, make_item):
+    passages = tuple(Passage(text, title=f"Doc {i}") for i, text in enumerate(SENTENCES))
+    item = make_item("\n\n".join(f"Doc {i}\n{t}" for i, t in enumerate(SENTENCES)), QUESTION, passages=passages)
+    out = compressor(tiny_lm, rate=0.5).compress(item)
+    assert out.trace["n_documents"] == 4 and out.passages == ()
+
+
+def test_same_input_same_output(tiny_lm, make_item):
+    item = make_item(CONTEXT, QUESTION)
+    assert compressor(tiny_lm, rate=0.4).compress(item).text == compressor(tiny_lm, rate=0.4).compress(item).text
+
+
+def test_an_empty_question_fails_the_example(tiny_lm, make_item):
+    with pytest.raises(CompressionError, match="query is empty"):
+        compressor(tiny_lm).compress(make_item(CONTEXT, "  "))
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"rate": 0}, "rate must be a number in"),
+    ({"rate": 1.5}, "rate must be a number in"),
+    ({"rate": 0.5, "target_token": 100}, "not both"),
+    ({"target_token": 0}, "target_token must be a positive integer"),
+    ({"reorder": "random"}, "reorder must be one of"),
+    ({"dynamic_ratio": 2}, "dynamic_ratio must be"),
+])
+def test_bad_values_are_param_errors(params, message):
+    with pytest.raises(ParamError, match=message):
+        make_compressor({"name": "llmlingua", "params": params})
+
+
+def test_registered_and_checked_without_loading_a_model():
+    comp = make_compressor("llmlingua")
+    assert comp.rate == 0.5 and comp._compressor is None and comp.label == "llmlingua(rate=0.5)"
+    assert "longllmlingua" in comp.identity and "smollm2" in comp.identity
+    assert make_compressor("llmlingua", rate=0.3).identity != comp.identity
+    with pytest.raises(ParamError, match="compressor 'llmlingua' > chunker 'words': unknown parameter 'bogus'"):
+        COMPRESSORS.check({"name": "llmlingua", "params": {"chunker": {"name": "words", "params": {"bogus": 1}}}},
+                          injected=("tokenizer", "reader"))
+
+
+@pytest.mark.slow
+def test_smollm2_keeps_the_gold_passage_among_distractors(shared_data, make_item):
+    """Real NQ-Open questions: the gold passage among four other questions' gold passages, a third of the tokens kept.
+
+    LongLLMLingua ranks the gold passage first and prunes it least, so its answer should survive compression.
+    """
+    from readers.base import ReaderError
+    from readers.smollm2 import gguf_path
+
+    try:
+        gguf_path()
+    except ReaderError as err:
+        pytest.skip(str(err))
+    path = shared_data / "lost_in_the_middle" / "nq-open-oracle.jsonl.gz"
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        rows = [json.loads(line) for _, line in zip(range(25), fh)]
+    comp = make_compressor({"name": "llmlingua", "params": {"rate": 0.33, "device": "cpu"}})
+    kept = 0
+    for i in range(0, 25, 5):
+        group = rows[i: i + 5]
+        passages = tuple(Passage(r["ctxs"][0]["text"], title=r["ctxs"][0]["title"]) for r in group)
+        for j in (0, 3):  # the gold passage first and fourth
+            item = make_item("\n\n".join(f"{p.title}\n{p.text}" for p in passages), group[j]["question"],
+                             id=f"nq{i + j}", passages=passages)
+            out = comp.compress(item)
+            assert out.tokens_out < 0.5 * out.tokens_in
+            kept += any(a.lower() in out.text.lower() for a in group[j]["answers"])
+    print(f"\nanswer kept in {kept} of 10 compressed contexts")
+    assert kept >= 7

@@ -1,0 +1,161 @@
+"""LLM judge against a local fake server whose verdicts are scripted: rates, strict parsing, faults, resume."""
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from experiments.report.judge import judge_run, judged_cells, parse_keypoints, parse_scores, parse_verdict
+from experiments.run.config import parse_config
+from experiments.run.runner import Runner
+from tests.support.fake_openai import FakeOpenAIServer
+
+QA = {"name": "j", "tasks": [{"name": "nq_multidoc", "synthetic": {"kind": "multidoc_qa", "n": 10, "num_docs": 3,
+                                                                    "words_per_doc": 30, "seed": 4}}],
+      "compressors": ["full", {"name": "retrieval", "params": {"top_n": 1}}], "readers": ["extractive"]}
+
+
+def _answers(prompt: str) -> dict:
+    grab = lambda a, b: re.search(re.escape(a) + r"\n(.*?)\n" + re.escape(b), prompt, re.S)  # noqa: E731
+    return {"reference": grab("[Reference answer]", "[End of reference answer]").group(1),
+            "a": grab("[Assistant A's answer]", "[End of assistant A's answer]").group(1),
+            "b": grab("[Assistant B's answer]", "[End of assistant B's answer]").group(1)}
+
+
+def scripted_pairwise(prompt: str, body: dict) -> str:
+    """The judge prefers the answer that contains the reference; malformed on purpose for two questions."""
+    if "[Reference answer]" not in prompt:
+        return "nothing to judge"
+    ans = _answers(prompt)
+    if "Quastin" in prompt:  # never in this data: a marker we do not use
+        return ""
+    if "Trading Company" in prompt:  # questions of this kind get an answer without a verdict
+        return "Both answers have merit."
+    a, b = ans["reference"] in ans["a"], ans["reference"] in ans["b"]
+    verdict = "C" if a == b else ("A" if a else "B")
+    return f"Reasoning in a few words. [[{verdict}]]"
+
+
+def _run(tmp_path, config=QA):
+    out = tmp_path / "run"
+    runner = Runner.create(parse_config(config), out, progress=False)
+    runner.run()
+    runner.close()
+    return out
+
+
+def _judge(server, **params):
+    return {"name": "openai", "params": {"model": "judge-model", "base_url": server.base_url, "timeout_s": 2,
+                                         "retry": {"max_retries": 2, "backoff_base_s": 0.01, "backoff_max_s": 0.02},
+                                         **params}}
+
+
+def test_strict_parsers():
+    assert parse_verdict("thinking... [[B]]") == "B"
+    for bad, match in (("A is better", "no verdict"), ("[[A]] no, [[B]]", "conflicting")):
+        with pytest.raises(ValueError, match=match):
+            parse_verdict(bad)
+    assert parse_scores('so {"fluency": 1, "correctness": 2}', {"fluency": (0, 1), "correctness": (0, 3)}) == \
+        {"fluency": 1, "correctness": 2}
+    for bad, match in (('{"fluency": 1}', "correctness"), ('{"fluency": 1, "correctness": 5}', "outside"),
+                       ('{"fluency": true, "correctness": 1}', "not an integer"), ("no json", "no JSON")):
+        with pytest.raises(ValueError, match=match):
+            parse_scores(bad, {"fluency": (0, 1), "correctness": (0, 3)})
+    assert parse_keypoints("Key points:\n1. One.\n2) Two.\n") == ["One.", "Two."]
+
+
+def test_pairwise_win_rate_both_orders_failures_left_out_and_resume(tmp_path):
+    run = _run(tmp_path)
+    preds = [json.loads(line) for line in (run / "predictions.jsonl").read_text().splitlines()]
+    with FakeOpenAIServer(responder=scripted_pairwise, models=("judge-model",)) as server:
+        stats = judge_run(run, _judge(server), protocol="pairwise", against="arm:full", progress=False)
+        requests = server.stats["requests"]
+        again = judge_run(run, _judge(server), protocol="pairwise", against="arm:full", progress=False)
+        assert server.stats["requests"] == requests  # a re-run asks the judge nothing
+    retrieval = [p for p in preds if p["compressor_kind"] == "retrieval"]
+    full = {p["id"]: p["prediction"] for p in preds if p["compressor_kind"] == "full"}
+    malformed = [p for p in retrieval if "Trading Company" in p["query"] or "Trading Company" in p["prediction"]
+                 or "Trading Company" in full[p["id"]]]
+    assert stats.judged == len(retrieval) - len(malformed) and stats.failed == len(malformed) > 0
+    assert (again.judged, again.already_done) == (0, len(retrieval) - len(malformed))
+    # expected win-rate of retrieval vs full from the scripted rule, computed here from the predictions
+    expected = []
+    for p in retrieval:
+        if p in malformed:
+            continue
+        mine, theirs = p["answers"][0] in p["prediction"], p["answers"][0] in full[p["id"]]
+        expected.append(0.5 if mine == theirs else float(mine))  # both orders agree under this judge
+    (cell,) = judged_cells(run)
+    assert cell.compressor.startswith("retrieval") and cell.n == len(expected) and cell.n_failed == len(malformed)
+    assert cell.value == pytest.approx(100 * sum(expected) / len(expected), abs=0.01)
+    assert cell.ci95[0] <= cell.value <= cell.ci95[1]
+    failed = [json.loads(line) for line in (run / "judgements.jsonl").read_text().splitlines()
+              if json.loads(line)["status"] == "failed"]
+    assert all("no verdict" in f["reason"] and f["value"] is None for f in failed)
+
+
+def test_an_unreachable_judge_is_a_failed_judgement_never_a_tie(tmp_path):
+    run = _run(tmp_path)
+    with FakeOpenAIServer(fault_rate=1.0, faults=("500",), models=("judge-model",)) as server:
+        stats = judge_run(run, _judge(server), protocol="pairwise", progress=False)
+    assert stats.judged == 0 and stats.failed == 20
+    lines = [json.loads(line) for line in (run / "judgements.jsonl").read_text().splitlines()]
+    assert all(r["status"] == "failed" and "HTTP 500" in r["reason"] for r in lines)
+    assert all(c.n == 0 and c.n_failed == 10 for c in judged_cells(run))
+
+
+def scripted_rubric(prompt: str, body: dict) -> str:
+    if prompt.startswith("Below is an expert-written summary"):
+        return "1. The agency reviewed grants.\n2. It found gaps."
+    if '{"recall": N}' in prompt:
+        return 'Point 1 is present. {"recall": 1}'
+    if '"sentence_count"' in prompt:
+        return 'Sentence 1 supported. {"precision": 1, "sentence_count": 2}'
+    if "Correct answers:" in prompt:
+        answer = re.search(r"Question: (.*)\nCorrect answers: (.*)\nAnswer: (.*)", prompt, re.S)
+        if "River" in answer.group(1):
+            return "unsure"  # malformed for one kind of question
+        answer = re.search(r"Correct answers: (.*)\nAnswer: (.*)", prompt, re.S)
+        return '{"fluency": 1, "correctness": %d}' % (3 if answer.group(1).split("; ")[0] in answer.group(2) else 0)
+    return "?"
+
+
+def test_score_protocol_for_qa_and_summaries(tmp_path):
+    doc = "The agency reviewed grants in 2019. It found gaps in oversight. Officials agreed to act."
+    leval = tmp_path / "gov_report_summ.jsonl"
+    leval.write_text(json.dumps({"input": doc, "instructions": ["Write a summary."], "outputs": ["Grants were reviewed."],
+                                 "evaluation": "LLM", "source": "x"}) + "\n")
+    config = {**QA, "tasks": QA["tasks"] + [{"name": "gov_report_summ", "path": str(leval)}], "compressors": ["full"]}
+    run = _run(tmp_path, config)
+    preds = [json.loads(line) for line in (run / "predictions.jsonl").read_text().splitlines()]
+    with FakeOpenAIServer(responder=scripted_rubric, models=("judge-model",)) as server:
+        stats = judge_run(run, _judge(server), protocol="score", progress=False)
+    cells = {c.task: c for c in judged_cells(run)}
+    summary = cells["gov_report_summ"]
+    assert summary.n == 1 and summary.value == pytest.approx(100 * 0.5)  # recall 1/2, precision 1/2 -> F1 0.5
+    qa = [p for p in preds if p["task"] == "nq_multidoc"]
+    river = [p for p in qa if "River" in p["query"]]
+    scored = [1.0 if p["answers"][0] in p["prediction"] else 0.0 for p in qa if p not in river]
+    assert cells["nq_multidoc"].n == len(scored) and cells["nq_multidoc"].n_failed == len(river) > 0
+    assert cells["nq_multidoc"].value == pytest.approx(100 * sum(scored) / len(scored), abs=0.01)
+    assert stats.failed == len(river)
+
+
+def test_judge_command_writes_the_report_columns(tmp_path):
+    from experiments.cli.app import app
+
+    run = _run(tmp_path)
+    with FakeOpenAIServer(responder=scripted_pairwise, models=("judge-model",)) as server:
+        spec = tmp_path / "judge.yaml"
+        spec.write_text(yaml.safe_dump(_judge(server)))
+        res = CliRunner().invoke(app, ["judge", str(run), "--judge", str(spec), "--protocol", "pairwise"])
+        assert res.exit_code == 0, res.output
+        bad = CliRunner().invoke(app, ["judge", str(run), "--judge", "opnai"])
+        assert bad.exit_code == 2 and "Did you mean 'openai'" in bad.output
+    assert "| task | reader | compressor | protocol | against | judge |" in res.output
+    assert "## Judged evaluation" in (run / "report.md").read_text()
+    cells = json.loads((run / "scores.json").read_text())["cells"]
+    assert all(c["judged"] and c["judged"][0]["protocol"] == "pairwise" for c in cells)
