@@ -12,12 +12,13 @@ between chunks, the exact splitter quirks, and BM25 over raw strings
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Literal
 
 from compressors.base import CompressedContext, Compressible, CompressionError, Compressor
 from indexes.chunking import CHUNKERS, make_chunker
 from indexes.ground import ComponentSpec, Nested, ParamError, SpecLike
-from indexes.types import Chunk, Passage
+from indexes.types import Chunk, Passage, make_chunk_id
 from readers.base import Tokenizer
 from retrievers.base import Hit, Retriever
 from retrievers.registry import RETRIEVERS, make_retriever
@@ -148,10 +149,23 @@ class RetrievalCompressor(Compressor):
             raise CompressionError(f"example {item.id!r}: unit='passage' but the example has no passages")
         if not any(p.text.strip() for p in passages):
             raise CompressionError(f"example {item.id!r}: every passage is empty; nothing to compress")
-        from indexes.chunking import passages_to_chunks
+        return self._passage_chunks(passages)
 
-        chunks = passages_to_chunks(passages)
-        return chunks, {c.chunk_id: p for c, p in zip(chunks, passages, strict=True)}
+    def _passage_chunks(self, passages: tuple[Passage, ...]) -> tuple[list[Chunk], dict[str, Passage]]:
+        """Each titled passage split by the chunker (a passage within ``chunk_size`` stays whole); every
+        piece keeps its passage's title, so retrievers can index title and text, and readers see both."""
+        chunks: list[Chunk] = []
+        passage_of: dict[str, Passage] = {}
+        for i, p in enumerate(passages):
+            doc_id = f"p{i}"
+            parts = self._chunker.split(p.text, doc_id=doc_id) if p.text.strip() else []
+            if len(parts) <= 1:
+                parts = [Chunk(make_chunk_id(doc_id, 0), doc_id, 0, 0, len(p.text), p.text)]
+            for part in parts:
+                chunk = replace(part, title=p.title)
+                chunks.append(chunk)
+                passage_of[chunk.chunk_id] = p if len(parts) == 1 else replace(p, text=part.text)
+        return chunks, passage_of
 
     def _render(self, chunk: Chunk, passage: Passage | None) -> str:
         """A passage unit keeps its title on the line above its text; a chunk is its text.

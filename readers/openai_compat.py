@@ -102,6 +102,12 @@ class OpenAICompatReader(Reader):
     server for ``cooldown_s`` seconds.
     """
 
+    # For the run config (experiments/run/config.py): a parameter whose list value is one value, not a grid
+    # axis; and parameters that say where requests go, not what the model answers, which a grid point's
+    # hash can leave out so a fleet that moves to other hosts keeps its predictions' keys.
+    literal_lists: tuple[str, ...] = ("base_urls",)
+    operational: tuple[str, ...] = ("base_urls", "eject_after", "cooldown_s")
+
     def __init__(
         self,
         model: str,
@@ -149,6 +155,20 @@ class OpenAICompatReader(Reader):
         self._sleep = time.sleep  # a seam for tests that record waits
         self.fleet = Fleet(self.base_urls, probe=self._probe, eject_after=eject_after, cooldown_s=cooldown_s)
 
+    @classmethod
+    def check_config(cls, **params: Any) -> None:
+        """The checks of the constructor that need nothing but the parameters (server URLs, endpoint,
+        concurrency, fleet settings), so a run can refuse a bad section before it writes or loads anything.
+        Raises ``ParamError``; reads no key, opens no connection."""
+        if params.get("endpoint", "chat") not in ("chat", "completions"):
+            raise ParamError(f"openai: endpoint must be 'chat' or 'completions', got {params['endpoint']!r}")
+        if params.get("concurrency", 8) < 1 or params.get("chat_overhead_tokens", 8) < 0:
+            raise ParamError("openai: concurrency must be >= 1 and chat_overhead_tokens >= 0")
+        if params.get("eject_after", 3) < 1 or params.get("cooldown_s", 30.0) < 0:
+            raise ParamError(f"openai: eject_after must be >= 1 and cooldown_s >= 0, got "
+                             f"{params.get('eject_after', 3)}, {params.get('cooldown_s', 30.0)}")
+        cls._check_urls(params.get("base_url"), params.get("base_urls"))
+
     @staticmethod
     def _check_urls(base_url: str | None, base_urls: Sequence[str] | None) -> list[str]:
         """One server (``base_url``, else ``$OPENAI_BASE_URL``, else OpenAI's) or a fleet (``base_urls``)."""
@@ -157,6 +177,8 @@ class OpenAICompatReader(Reader):
                 raise ParamError("openai: give base_url (one server) or base_urls (a fleet), not both")
             if isinstance(base_urls, str) or not isinstance(base_urls, Sequence):
                 raise ParamError(f"openai: base_urls must be a list of server URLs, got {type(base_urls).__name__}")
+            if len(base_urls) == 1 and isinstance(base_urls[0], (list, tuple)):
+                base_urls = base_urls[0]  # [[URL, ...]] (the form configs needed before base_urls was a literal list)
             if not base_urls:
                 raise ParamError("openai: base_urls is empty; give at least one server URL")
             return check_urls(list(base_urls))

@@ -17,7 +17,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from indexes.ground import ComponentSpec, UserError
+from indexes.ground import ComponentSpec, UnknownComponentError, UserError
 
 
 class ConfigError(UserError):
@@ -276,10 +276,14 @@ def _set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
 # -- grid ---------------------------------------------------------------------
 
 
-def expand_component(spec: ComponentConfig) -> list[ComponentConfig]:
-    """All concrete components a spec with list-valued params stands for, in a stable order."""
+def expand_component(spec: ComponentConfig, literal: tuple[str, ...] = ()) -> list[ComponentConfig]:
+    """All concrete components a spec with list-valued params stands for, in a stable order.
+
+    ``literal`` names parameters whose value is a list in its own right (a reader's ``base_urls``):
+    they are never a grid axis.
+    """
     zipped = spec.zip
-    free = [k for k, v in spec.params.items() if isinstance(v, list) and k not in zipped]
+    free = [k for k, v in spec.params.items() if isinstance(v, list) and k not in zipped and k not in literal]
     fixed = {k: v for k, v in spec.params.items() if k not in free and k not in zipped}
     zip_rows = list(zip(*(spec.params[k] for k in zipped))) if zipped else [()]
     out = []
@@ -311,18 +315,37 @@ class GridPoint(BaseModel):
 
     @property
     def config_hash(self) -> str:
+        """Keys the point's predictions. A reader's ``operational`` parameters (where its servers are, how a
+        fleet ejects them) change no output, so moving a fleet to other hosts keeps the keys."""
+        from readers.registry import READERS
+
+        operational = _component_attr(READERS, self.reader.name, "operational")
+        reader_params = {k: v for k, v in self.reader.params.items() if k not in operational}
         return short_hash(
             {
                 "compressor": {"name": self.compressor.name, "params": self.compressor.params},
-                "reader": {"name": self.reader.name, "params": self.reader.params},
+                "reader": {"name": self.reader.name, "params": reader_params},
             }
         )
 
 
 
+def _component_attr(registry: Any, name: str, attr: str) -> tuple[str, ...]:
+    """A class-level declaration of a component (``literal_lists``, ``operational``); empty when unknown."""
+    try:
+        return tuple(getattr(registry.get(name), attr, ()))
+    except UnknownComponentError:  # reported with its suggestions by the component check
+        return ()
+
+
 def expand_grid(config: RunConfig) -> list[GridPoint]:
-    readers = [r for spec in config.readers for r in expand_component(spec)]
-    compressors = [c for spec in config.compressors for c in expand_component(spec)]
+    from compressors.registry import COMPRESSORS
+    from readers.registry import READERS
+
+    readers = [r for spec in config.readers
+               for r in expand_component(spec, _component_attr(READERS, spec.name, "literal_lists"))]
+    compressors = [c for spec in config.compressors
+                   for c in expand_component(spec, _component_attr(COMPRESSORS, spec.name, "literal_lists"))]
     points = [GridPoint(compressor=c, reader=r) for r in readers for c in compressors]
     seen: dict[str, GridPoint] = {}
     for point in points:

@@ -71,6 +71,36 @@ def check_address(address: str, timeout_s: float = 5.0) -> None:
                                f"(is `ray start --head` running there, and is the port open?)") from None
 
 
+def import_ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise RayExecutorError("--executor ray needs Ray: pip install 'ctxcomp[ray]' (or pip install 'ray>=2.9')") from None
+    return ray
+
+
+def connect(address: str | None, num_cpus: int | None = None) -> bool:
+    """Make sure this process is connected to Ray; returns whether this call connected it (and so should
+    shut it down).  No address: a new local instance with ``num_cpus`` CPUs (default: all).  An address is
+    checked first (one line naming it when unreachable), also when Ray is already connected."""
+    ray = import_ray()
+    if address is not None:
+        check_address(address)
+    if ray.is_initialized():
+        return False
+    quiet = {"include_dashboard": False, "logging_level": "ERROR"}
+    if address is None:
+        ray.init(address="local", num_cpus=num_cpus or os.cpu_count() or 1, **quiet)
+        return True
+    try:
+        ray.init(address=address, **quiet)
+    except ConnectionError as err:
+        hint = " (start one with `ray start --head`)" if address == "auto" else ""
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise RayExecutorError(f"cannot join the Ray cluster at {address}: {first}{hint}") from None
+    return True  # joined by us: disconnect on close (the cluster itself keeps running)
+
+
 class _ShippedWorker(Worker):
     """A worker whose examples come from the driver (through Ray's object store), never from files."""
 
@@ -131,20 +161,12 @@ class RayExecutor:
             raise RayExecutorError(f"--workers must be >= 1, got {workers}")
         if address is not None and not address.strip():
             raise RayExecutorError("--ray-address is empty; give 'auto', HOST:PORT or ray://HOST:PORT")
-        try:
-            import ray
-        except ImportError:
-            raise RayExecutorError("--executor ray needs Ray: pip install 'ctxcomp[ray]' (or pip install 'ray>=2.9')") from None
-        self._ray = ray
+        self._ray = import_ray()
         self.address = address
         self.cpus_per_worker, self.gpus_per_worker = cpus_per_worker, gpus_per_worker
         self.max_restarts, self.max_resubmits, self.depth = max_restarts, max_resubmits, max(1, depth)
         self.progress = progress
-        self._owns_ray = False
-        if address is not None:
-            check_address(address)
-        if not ray.is_initialized():
-            self._connect(address, workers)
+        self._owns_ray = connect(address, workers)
         self.workers = workers or self._default_workers()
         self.actors: list[Any] = []
         self.resubmitted = 0
@@ -153,22 +175,6 @@ class RayExecutor:
         self._examples_ref: Any = None
         self._actor_class: Any = None
         self.pids: list[int] = []  # each actor's process id after it was prepared
-
-    # -- connecting -------------------------------------------------------------------
-    def _connect(self, address: str | None, workers: int | None) -> None:
-        ray = self._ray
-        quiet = {"include_dashboard": False, "logging_level": "ERROR"}
-        if address is None:
-            ray.init(address="local", num_cpus=workers or os.cpu_count() or 1, **quiet)
-            self._owns_ray = True
-            return
-        try:
-            ray.init(address=address, **quiet)
-        except ConnectionError as err:
-            hint = " (start one with `ray start --head`)" if address == "auto" else ""
-            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-            raise RayExecutorError(f"cannot join the Ray cluster at {address}: {first}{hint}") from None
-        self._owns_ray = True  # joined by us: disconnect on close (the cluster itself keeps running)
 
     def _default_workers(self) -> int:
         cpus = self._ray.cluster_resources().get("CPU", 1.0)
@@ -207,6 +213,11 @@ class RayExecutor:
         while len(self.actors) < n:
             self.actors.append(self._new_actor(config))
         self.pids = self._get_all([actor.prepare.remote() for actor in self.actors])
+
+    def start(self, config: RunConfig, units: int | None = None) -> None:
+        """Ship the examples and start and prepare the actors now (``run`` does it when not done yet), e.g. to
+        fail early on a bad parameter or to time a grid without its start-up."""
+        self._start_actors(config, min(self.workers, units) if units else self.workers)
 
     def worker_pids(self) -> list[int]:
         """The process id of each actor (for fault tests and diagnostics)."""
@@ -277,7 +288,10 @@ class RayExecutor:
                 submit()
         except BaseException:
             for ref in running:  # Ctrl-C or a driver-side error: stop what runs, keep what was written
-                ray.cancel(ref, force=True)
+                try:
+                    ray.cancel(ref)
+                except Exception:  # already finished, or its actor is gone
+                    pass
             raise
         finally:
             bar.close()
@@ -323,4 +337,4 @@ def _unit_bar(total: int, enabled: bool):
                 disable=not enabled or bool(os.environ.get("CTXCOMP_NO_PROGRESS")))
 
 
-__all__ = ["FORWARDED_ENV", "RayExecutor", "RayExecutorError", "UnitActor", "check_address"]
+__all__ = ["FORWARDED_ENV", "RayExecutor", "RayExecutorError", "UnitActor", "check_address", "connect", "import_ray"]

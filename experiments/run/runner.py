@@ -66,6 +66,9 @@ def check_components(config: RunConfig) -> None:
     for point in expand_grid(config):
         COMPRESSORS.check(point.compressor.spec, injected=INJECTED)
         READERS.check(point.reader.spec)
+        reader_cls = READERS.get(point.reader.name)
+        if hasattr(reader_cls, "check_config"):  # value checks that need no model (a fleet's base_urls)
+            reader_cls.check_config(**point.reader.params)
 
 
 # -- records ------------------------------------------------------------------------

@@ -79,6 +79,23 @@ def test_bad_server_lists_are_one_line_param_errors(params, needle):
     assert needle in message and "\n" not in message
 
 
+@pytest.mark.parametrize("params, needle", [
+    ({"base_urls": ["http://a:1/v1", "gopher://b/v1"]}, "'gopher://b/v1' in base_urls"),
+    ({"base_url": "http://a:1/v1", "base_urls": ["http://b:1/v1"]}, "not both"),
+    ({"endpoint": "embeddings"}, "endpoint must be"),
+    ({"base_urls": ["http://a:1/v1"], "cooldown_s": -1}, "cooldown_s"),
+])
+def test_check_config_refuses_what_the_constructor_refuses_without_building(params, needle):
+    with pytest.raises(ParamError, match=needle):
+        OpenAICompatReader.check_config(model="m", **params)
+    with pytest.raises(ParamError, match=needle):
+        OpenAICompatReader("m", **params, **settings())
+    OpenAICompatReader.check_config(model="m", base_urls=["http://a:1/v1", "https://b/v1"], concurrency=4)
+    # a run config's one-list-not-an-axis form means the same servers
+    nested = OpenAICompatReader("m", base_urls=[["http://a:1/v1", "https://b/v1"]], **settings())
+    assert nested.base_urls == ["http://a:1/v1", "https://b/v1"]
+
+
 def test_identity_names_the_model_not_the_servers():
     one = OpenAICompatReader("m", base_url="http://127.0.0.1:1/v1", max_context=100, **settings())
     fleet = OpenAICompatReader("m", base_urls=["http://127.0.0.1:2/v1", "http://127.0.0.1:3/v1"], max_context=100,

@@ -98,7 +98,7 @@ def test_the_key_never_reaches_run_dirs_cache_output_or_logs(tmp_path, rel, cli,
 
     # A run whose every request fails past the retry budget: failures are recorded, with reasons.
     with FakeOpenAIServer(fault_rate=1.0, faults=("500", "429_retry_after", "malformed_json")) as down:
-        failing = _write_config(tmp_path, "down", rel.openai_reader(down.base_url, max_retries=1), rel)
+        failing = _write_config(tmp_path, "down", rel.openai_reader(down.base_url, max_retries=1, model="fake-model-down"), rel)
         bad = ctxcomp("run", failing, "--out", tmp_path / "down")
     assert bad.returncode == 0, bad.stderr
     assert "6 example(s) failed" in bad.stderr
@@ -108,7 +108,7 @@ def test_the_key_never_reaches_run_dirs_cache_output_or_logs(tmp_path, rel, cli,
     echoed_reasons = []
     for status in (401, 500):
         with EchoHeadersServer(status) as echo:
-            cfg = _write_config(tmp_path, f"echo{status}", rel.openai_reader(echo.base_url, max_retries=1), rel)
+            cfg = _write_config(tmp_path, f"echo{status}", rel.openai_reader(echo.base_url, max_retries=1, model=f"fake-model-echo{status}"), rel)
             res = ctxcomp("run", cfg, "--out", tmp_path / f"echo{status}")
         assert res.returncode == 0, res.stderr
         failures = rel.read_jsonl(tmp_path / f"echo{status}" / "failures.jsonl")

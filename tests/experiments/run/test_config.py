@@ -90,3 +90,15 @@ def test_open_domain_and_sweeps_do_not_combine_and_distractors_are_typed():
     cfg = parse_config({"tasks": [{"name": "nq_multidoc", "path": "x", "open_domain": {"retriever": "minilm"}}],
                         "readers": ["extractive"]})
     assert (cfg.tasks[0].open_domain.depth, cfg.tasks[0].open_domain.retriever.name) == (50, "minilm")
+
+
+def test_a_fleet_is_one_grid_point_and_its_hosts_are_not_part_of_the_key():
+    fleet = {"name": "openai", "params": {"model": "m", "base_urls": ["http://a:1/v1", "http://b:1/v1"]}}
+    grid = expand_grid(parse_config({**BASE, "readers": [fleet]}))
+    assert len(grid) == 1 and grid[0].reader.params["base_urls"] == ["http://a:1/v1", "http://b:1/v1"]
+    moved = {"name": "openai", "params": {"model": "m", "base_urls": ["http://c:1/v1"]}}
+    assert expand_grid(parse_config({**BASE, "readers": [moved]}))[0].config_hash == grid[0].config_hash
+    other_model = {"name": "openai", "params": {"model": "m2", "base_urls": ["http://c:1/v1"]}}
+    assert expand_grid(parse_config({**BASE, "readers": [other_model]}))[0].config_hash != grid[0].config_hash
+    models = {"name": "openai", "params": {"model": ["m1", "m2"], "base_url": "http://a:1/v1"}}
+    assert len(expand_grid(parse_config({**BASE, "readers": [models]}))) == 2  # other lists still expand

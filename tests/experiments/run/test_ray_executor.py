@@ -172,7 +172,7 @@ def test_a_worker_killed_mid_unit_loses_and_duplicates_nothing(tmp_path, ray_ins
 
 
 def test_a_killed_driver_resumes(tmp_path, executor):
-    config = {**GRID, "tasks": [{"name": "nq_multidoc", "synthetic": {"kind": "multidoc_qa", "n": 300,
+    config = {**GRID, "tasks": [{"name": "nq_multidoc", "synthetic": {"kind": "multidoc_qa", "n": 150,
                                                                       "num_docs": 10, "words_per_doc": 80}}]}
     expected = run_local(config, tmp_path / "local")
     (tmp_path / "cfg.yaml").write_text(yaml.safe_dump(config))
@@ -197,6 +197,31 @@ def test_a_killed_driver_resumes(tmp_path, executor):
     stats = run_ray(config, run_dir, executor, resume=True)
     assert stats.already_done == written and stats.predicted == len(expected) - written
     assert keyed(run_dir) == expected
+
+
+# -- open-domain corpora: encoder actors write embedding shards ------------------------------------
+
+
+def test_a_pool_of_encoder_actors_writes_the_same_shards_and_fills_only_the_gaps(tmp_path, ray_instance):
+    import numpy as np
+
+    from experiments.run.encode import RayEncoderPool, encode_corpus
+    from tests.experiments.run.test_encode_shards import PLUGIN, HashDense, corpus
+
+    chunks = corpus(250)
+    local = encode_corpus(chunks, HashDense(), tmp_path / "local", shard_size=30)
+    pool = RayEncoderPool({"name": PLUGIN}, workers=2)
+    try:
+        written = []
+        store = encode_corpus(chunks, None, tmp_path / "ray", shard_size=30, pool=pool, on_shard=written.append)
+        assert sorted(written) == list(range(9)) and len(set(pool.pids)) == 2 and os.getpid() not in pool.pids
+        assert np.array_equal(store.vectors(), local.vectors())
+        store.path(4).unlink()  # as if the encode had been killed before shard 4 was written
+        written.clear()
+        encode_corpus(chunks, None, tmp_path / "ray", shard_size=30, pool=pool, on_shard=written.append)
+        assert written == [4] and np.array_equal(store.vectors(), local.vectors())
+    finally:
+        pool.close()
 
 
 # -- bad input: one line, before any work -----------------------------------------------------

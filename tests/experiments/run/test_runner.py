@@ -240,3 +240,12 @@ def test_a_compressor_can_apply_to_some_tasks_only(tmp_path):
     assert {r["task"] for r in recs if r["compressor_kind"] == "retrieval"} == {"kv_retrieval"}
     with pytest.raises(ConfigError, match=r"tasks \['kv'\] are not tasks of this config"):
         parse_config({**cfg, "compressors": [{"name": "full", "tasks": ["kv"]}]})
+
+
+def test_a_bad_fleet_url_is_refused_before_anything_is_written(tmp_path):
+    from indexes.ground import ParamError
+
+    cfg = {**CONFIG, "readers": [{"name": "openai", "params": {"model": "m", "base_urls": ["http://a:1/v1", "gpu2:8000"]}}]}
+    with pytest.raises(ParamError, match="gpu2:8000"):
+        Runner.create(parse_config(cfg), tmp_path / "run")
+    assert not (tmp_path / "run").exists()
