@@ -148,3 +148,15 @@ def test_a_token_budget_below_the_best_chunk_is_an_error_not_an_empty_context():
     comp = make_compressor("retrieval", retriever="bm25", chunker="words", chunk_size=20, token_budget=3)
     with pytest.raises(CompressionError, match=r"ex-budget.*token_budget=3"):
         comp.compress(Item())
+
+
+def test_long_passages_are_chunked_and_every_piece_keeps_its_title(make_item):
+    long_text = " ".join(f"Filler sentence number {i} about rivers." for i in range(30))
+    passages = (Passage("Short passage about the Velmora harbour.", "Velmora"),
+                Passage(long_text + " The launch code of Zephyr station is 4417.", "Zephyr station"))
+    comp = RetrievalCompressor(retriever="bm25", chunker="words", chunk_size=40, top_n=1)
+    out = comp.compress(make_item("ignored", query="launch code of Zephyr station", passages=passages))
+    (kept,) = out.passages
+    assert kept.title == "Zephyr station" and "4417" in kept.text and len(kept.text.split()) <= 40
+    assert out.kept_chunks[0].startswith("p1#") and out.kept_chunks[0] != "p1#0"
+    assert out.text.startswith("Zephyr station\n")
