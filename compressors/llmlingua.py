@@ -27,6 +27,8 @@ BPE tokenizers do): llmlingua asserts it where the question meets the context.
 """
 from __future__ import annotations
 
+import importlib.util
+import re
 import threading
 from pathlib import Path
 from typing import Any
@@ -34,10 +36,13 @@ from typing import Any
 from compressors.base import CompressedContext, Compressible, CompressionError, Compressor
 from compressors.retrieval import split_context
 from indexes.chunking import CHUNKERS, make_chunker
-from indexes.ground import ComponentSpec, Nested, ParamError, SpecLike
+from indexes.ground import ComponentSpec, Nested, ParamError, SpecLike, UserError
 from readers.base import Tokenizer
 
+REQUIREMENT = "llmlingua==0.2.2"  # the adapter below leans on this version's internals
 REORDERS = ("sort", "original", "two_stage")
+DTYPES = ("auto", "float32", "bfloat16", "float16")
+CONTEXT_BUDGET = re.compile(r"[+\-*]\s*\d+(\.\d+)?")
 DEFAULT_RATE = 0.5
 # LongLLMLingua's documented settings (the package README's example)
 SETTINGS = {
@@ -106,11 +111,13 @@ class LLMLinguaCompressor(Compressor):
 
     Parameters
     ----------
-    rate: fraction of the context's tokens to keep, in (0, 1] (default 0.5).
+    rate: share of the context's tokens to keep, in (0, 1] (default 0.5), in
+        the LM's tokens, which is what llmlingua controls.
     target_token: instead, a budget in ``count_tokens`` units (the reader's
-        tokens); a context already within it is returned unchanged.
-        llmlingua aims at the budget but may land a little over it
-        (``trace.over_budget`` says so); nothing is cut afterwards.
+        tokens), turned into the same share of the LM's tokens; a context
+        already within it is returned unchanged.  llmlingua aims at the budget
+        but often lands over it (``trace.over_budget`` says so); nothing is
+        cut afterwards.
     model: a local folder (or hub id) of the small causal LM; default the
         packaged SmolLM2-135M-Instruct converted by ``readers.smollm2``.
     device, dtype: where and how the LM runs (``auto``: GPU when there is one;
@@ -121,7 +128,8 @@ class LLMLinguaCompressor(Compressor):
     reorder: ``sort`` (best-ranked documents first, LongLLMLingua's setting),
         ``original`` or ``two_stage``.
     dynamic_ratio: how much more the worse-ranked documents are pruned (0.3).
-    context_budget: slack for the document-level filter, in LM tokens ("+100").
+    context_budget: slack of the document-level filter, an operator and a
+        number applied to the LM-token target ("+100", "*1.2").
     """
 
     nested = {"chunker": Nested(CHUNKERS, injected=("size", "overlap"))}
@@ -141,6 +149,8 @@ class LLMLinguaCompressor(Compressor):
         tokenizer: Tokenizer | None = None,
     ) -> None:
         super().__init__(tokenizer)
+        if importlib.util.find_spec("llmlingua") is None:
+            raise UserError(f"the llmlingua compressor needs the package llmlingua: pip install {REQUIREMENT}")
         if rate is not None and target_token is not None:
             raise ParamError("llmlingua: give rate or target_token, not both")
         if rate is not None and (isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 < rate <= 1):
@@ -149,12 +159,16 @@ class LLMLinguaCompressor(Compressor):
             raise ParamError(f"llmlingua: target_token must be a positive integer, got {target_token!r}")
         if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size <= 0:
             raise ParamError(f"llmlingua: chunk_size must be a positive integer, got {chunk_size!r}")
+        if dtype not in DTYPES:
+            raise ParamError(f"llmlingua: dtype must be one of {DTYPES}, got {dtype!r}")
         if reorder not in REORDERS:
             raise ParamError(f"llmlingua: reorder must be one of {REORDERS}, got {reorder!r}")
         if isinstance(dynamic_ratio, bool) or not isinstance(dynamic_ratio, (int, float)) or not 0 <= dynamic_ratio <= 1:
             raise ParamError(f"llmlingua: dynamic_ratio must be a number in [0, 1], got {dynamic_ratio!r}")
-        if not isinstance(context_budget, str) or not context_budget.strip():
-            raise ParamError(f"llmlingua: context_budget must be a string such as '+100', got {context_budget!r}")
+        # llmlingua evaluates "target_token" + context_budget with eval(), so only an operator and a number pass
+        if not isinstance(context_budget, str) or not CONTEXT_BUDGET.fullmatch(context_budget):
+            raise ParamError(f"llmlingua: context_budget must be an operator and a number such as '+100' or '*1.2', "
+                             f"got {context_budget!r}")
         self.rate = float(rate) if rate is not None else (None if target_token is not None else DEFAULT_RATE)
         self.target_token = target_token
         self.model = str(model) if model is not None else None
@@ -201,6 +215,22 @@ class LLMLinguaCompressor(Compressor):
             return [f"{p.title}\n{p.text}" if p.title else p.text for p in passages]
         return [c.text.strip() for c in split_context(self._chunker, item)]
 
+    def _run(self, pc: Any, item: Compressible, documents: list[str], target_lm: int) -> tuple[str, dict]:
+        """One ``compress_prompt`` call at ``target_lm`` LM tokens; (pruned text, llmlingua's result)."""
+        pc.context_idxs.clear()  # llmlingua appends each call's document ranking here
+        try:
+            result = pc.compress_prompt(
+                documents, question=item.query, target_token=target_lm, reorder_context=self.reorder,
+                dynamic_context_compression_ratio=self.dynamic_ratio, context_budget=self.context_budget,
+                concate_question=False, **SETTINGS,
+            )
+        except AssertionError as err:  # llmlingua checks its inputs with assert
+            raise CompressionError(f"example {item.id!r}: llmlingua refused the example: {err or 'an internal check failed'}") from None
+        text = result["compressed_prompt"].strip()
+        if not text:
+            raise CompressionError(f"example {item.id!r}: llmlingua kept nothing of the context")
+        return text, result
+
     def compress(self, item: Compressible) -> CompressedContext:
         if not item.query or not item.query.strip():
             raise CompressionError(f"example {item.id!r}: LongLLMLingua ranks and prunes by the question; the query is empty")
@@ -219,24 +249,18 @@ class LLMLinguaCompressor(Compressor):
             pc = self._prompt_compressor()
             lm_tokens = sum(pc.get_token_length(d, add_special_tokens=False) for d in documents)
             target_lm = max(1, round(share * lm_tokens))
-            try:
-                result = pc.compress_prompt(
-                    documents, question=item.query, target_token=target_lm, reorder_context=self.reorder,
-                    dynamic_context_compression_ratio=self.dynamic_ratio, context_budget=self.context_budget,
-                    concate_question=False, **SETTINGS,
-                )
-            except AssertionError as err:  # llmlingua checks its inputs with assert
-                raise CompressionError(f"example {item.id!r}: llmlingua refused the example: {err or 'an internal check failed'}") from None
-        text = result["compressed_prompt"].strip()
-        if not text:
-            raise CompressionError(f"example {item.id!r}: llmlingua kept nothing of the context")
+            text, result = self._run(pc, item, documents, target_lm)
+            ranking = [int(i) for i in pc.context_idxs[-1]] if pc.context_idxs else []
+            lm_tokens_out = pc.get_token_length(text, add_special_tokens=False)
         tokens_out = self.count_tokens(text)
         trace = {
             "kept_text": text,
             "ratio": tokens_in / tokens_out,
             "n_documents": len(documents),
+            "ranking": ranking,  # document indices, best first, by LongLLMLingua's question-conditioned score
             "lm": self.model_id,
             "lm_tokens_in": lm_tokens,
+            "lm_tokens_out": lm_tokens_out,
             "lm_target_tokens": target_lm,
             "llmlingua": {k: result[k] for k in ("origin_tokens", "compressed_tokens", "ratio", "rate") if k in result},
         }

@@ -126,7 +126,9 @@ def test_an_empty_question_fails_the_example(tiny_lm, make_item):
     ({"rate": 0.5, "target_token": 100}, "not both"),
     ({"target_token": 0}, "target_token must be a positive integer"),
     ({"reorder": "random"}, "reorder must be one of"),
+    ({"dtype": "fp8"}, "dtype must be one of"),
     ({"dynamic_ratio": 2}, "dynamic_ratio must be"),
+    ({"context_budget": "+__import__('os').getpid()"}, "context_budget must be an operator and a number"),  # llmlingua eval()s it
 ])
 def test_bad_values_are_param_errors(params, message):
     with pytest.raises(ParamError, match=message):
@@ -143,11 +145,24 @@ def test_registered_and_checked_without_loading_a_model():
                           injected=("tokenizer", "reader"))
 
 
-@pytest.mark.slow
-def test_smollm2_keeps_the_gold_passage_among_distractors(shared_data, make_item):
-    """Real NQ-Open questions: the gold passage among four other questions' gold passages, a third of the tokens kept.
+def test_without_the_package_the_error_says_how_to_install_it(monkeypatch):
+    import importlib.util
 
-    LongLLMLingua ranks the gold passage first and prunes it least, so its answer should survive compression.
+    from indexes.ground import UserError
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "llmlingua" else real(name, *a))
+    with pytest.raises(UserError, match="pip install llmlingua==0.2.2"):
+        make_compressor("llmlingua")
+
+
+@pytest.mark.slow
+def test_smollm2_ranks_the_gold_passage_first(shared_data, make_item):
+    """Real NQ-Open questions: the gold passage among four other questions' gold passages, a third of the LM tokens asked.
+
+    LongLLMLingua ranks documents by how well each predicts the question, so the passage that answers it should
+    come first far more often than the 1 in 5 of chance; token pruning may still cut into the answer itself
+    (e.g. one of three words of a name), so answers survive less often.
     """
     from readers.base import ReaderError
     from readers.smollm2 import gguf_path
@@ -160,7 +175,7 @@ def test_smollm2_keeps_the_gold_passage_among_distractors(shared_data, make_item
     with gzip.open(path, "rt", encoding="utf-8") as fh:
         rows = [json.loads(line) for _, line in zip(range(25), fh)]
     comp = make_compressor({"name": "llmlingua", "params": {"rate": 0.33, "device": "cpu"}})
-    kept = 0
+    first = kept = 0
     for i in range(0, 25, 5):
         group = rows[i: i + 5]
         passages = tuple(Passage(r["ctxs"][0]["text"], title=r["ctxs"][0]["title"]) for r in group)
@@ -168,7 +183,8 @@ def test_smollm2_keeps_the_gold_passage_among_distractors(shared_data, make_item
             item = make_item("\n\n".join(f"{p.title}\n{p.text}" for p in passages), group[j]["question"],
                              id=f"nq{i + j}", passages=passages)
             out = comp.compress(item)
-            assert out.tokens_out < 0.5 * out.tokens_in
+            assert out.trace["lm_tokens_out"] < 0.6 * out.trace["lm_tokens_in"]
+            first += out.trace["ranking"][0] == j
             kept += any(a.lower() in out.text.lower() for a in group[j]["answers"])
-    print(f"\nanswer kept in {kept} of 10 compressed contexts")
-    assert kept >= 7
+    print(f"\ngold passage ranked first {first} of 10; answer kept in {kept} of 10")
+    assert first >= 8 and kept >= 5
