@@ -94,6 +94,10 @@ class Compressor(ABC):
         """A short name for report rows (the config's ``label`` wins); plugins default to their identity."""
         return self.identity
 
+    def encoded_texts(self) -> int:
+        """Texts this compressor's retrievers sent to an encoder so far (0 when it embeds nothing)."""
+        return 0
+
     def describe(self) -> dict[str, Any]:
         """Settings worth keeping beside each trace (JSON-serialisable)."""
         return {"identity": self.identity}

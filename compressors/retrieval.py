@@ -128,6 +128,9 @@ class RetrievalCompressor(Compressor):
             f"order={self.order},unit={self.unit},sep={self.separator!r}{compat})"
         )
 
+    def encoded_texts(self) -> int:
+        return self.retriever.encoded_texts()
+
     @property
     def label(self) -> str:
         retriever = getattr(self.retriever, "label", None) or self.retriever.identity

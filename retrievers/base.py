@@ -32,6 +32,15 @@ class Retriever(ABC):
         """A short name for report rows; plugins default to their identity."""
         return self.identity
 
+    def components(self) -> list["Retriever"]:
+        """The retrievers this one combines (hybrid, rerank); none for a plain retriever."""
+        return []
+
+    def encoded_texts(self) -> int:
+        """Texts this retriever and those inside it sent to an encoder so far (0 for lexical ones); lets a
+        dry run show that a grid embeds each unique text once."""
+        return int(getattr(self, "texts_encoded", 0)) + sum(r.encoded_texts() for r in self.components())
+
     @abstractmethod
     def index(self, chunks: Sequence[Chunk]) -> "Retriever":
         """Replace the indexed corpus with ``chunks``; returns self."""

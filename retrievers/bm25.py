@@ -116,7 +116,8 @@ class BM25Retriever(Retriever):
 
     @property
     def label(self) -> str:
-        return "bm25-chars" if self.longbench_compat else "bm25"
+        name = "bm25-chars" if self.longbench_compat else "bm25"
+        return name if self.use_title else f"{name}-notitle"
 
     def _tokens(self, text: str) -> Any:
         return text if self.longbench_compat else tokenize(text, self._lang_used)

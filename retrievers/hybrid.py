@@ -73,6 +73,9 @@ class HybridRetriever(Retriever):
     def label(self) -> str:
         return "hybrid(" + "+".join(p.label for p in self.parts) + ")"
 
+    def components(self) -> list[Retriever]:
+        return list(self.parts)
+
     def index(self, chunks: Sequence[Chunk]) -> HybridRetriever:
         self._chunks = list(chunks)
         self._position = {}

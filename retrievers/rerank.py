@@ -49,6 +49,9 @@ class RerankRetriever(Retriever):
     def label(self) -> str:
         return f"{self.first.label}>{self.second.label}@{self.depth}"
 
+    def components(self) -> list[Retriever]:
+        return [self.first, self.second]
+
     def index(self, chunks: Sequence[Chunk]) -> RerankRetriever:
         self.first.index(chunks)
         return self

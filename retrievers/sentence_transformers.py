@@ -108,4 +108,6 @@ class MiniLMRetriever(SentenceTransformerRetriever):
 
     @property
     def label(self) -> str:
-        return "minilm" if self.encoder.model_id.startswith("sentence-transformers/all-MiniLM-L6-v2") else super().label
+        if not self.encoder.model_id.startswith("sentence-transformers/all-MiniLM-L6-v2"):
+            return super().label
+        return "minilm" if self.use_title else "minilm-notitle"

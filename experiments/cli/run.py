@@ -102,13 +102,19 @@ def finish(run_dir: Path, stats, *, report: bool, plain: bool) -> None:
 
 def print_plan(runner, *, plain: bool) -> None:
     rows = runner.plan()
-    header = ["task", "compressor", "reader", "config", "examples", "pending", "reader calls", "cache hits", "prompt tokens"]
+    header = ["task", "compressor", "reader", "config", "examples", "pending", "reader calls", "cache hits",
+              "prompt tokens", "texts encoded"]
     body = [[r.task, r.compressor, r.reader, r.config_hash, str(r.examples), str(r.pending),
              f"{r.reader_calls}{'' if r.exact else ' (est.)'}", str(r.cache_hits),
-             f"{r.prompt_tokens:,}{'' if r.exact else ' (<=)'}"] for r in rows]
+             f"{r.prompt_tokens:,}{'' if r.exact else ' (<=)'}", f"{r.texts_encoded:,}"] for r in rows]
     print_table(header, body, plain=plain,
                 title=f"grid: {len(runner.grid)} config(s) x {len(runner.config.tasks)} task(s)")
     summaries = sum(r.summarizer_calls for r in rows)
+    encoded = [r.texts_encoded for r in rows]
+    if any(encoded):
+        typer.echo(f"embeddings: {sum(encoded):,} texts encoded for the whole grid; the point that needed most "
+                   f"encoded {max(encoded):,} ({sum(encoded) / max(encoded):.2f}x); every other text came from the "
+                   "embedding cache")
     typer.echo(
         f"reader calls: {sum(r.reader_calls for r in rows)} (after {sum(r.cache_hits for r in rows)} cache hits)"
         + (f" + about {summaries} summarizer calls" if summaries else "")

@@ -335,6 +335,7 @@ class PlannedPoint:
     prompt_tokens: int
     exact: bool  # False: prompts depend on model calls (summaries), so calls and tokens are upper-bound estimates
     summarizer_calls: int = 0
+    texts_encoded: int = 0  # embeddings this point computed during planning (cached ones are free)
 
 
 class Runner:
@@ -425,6 +426,7 @@ class Runner:
                 exs = self.examples(task)
                 pending = [ex for ex in exs if (task.key, ex.id, point.config_hash) not in done]
                 hits, tokens, summaries = 0, 0, 0
+                encoded_before = compressor.encoded_texts()
                 for ex in pending:
                     if needs_model:
                         tokens += reader.count_tokens(ex.context) + reader.count_tokens(ex.query)
@@ -440,6 +442,7 @@ class Runner:
                     task=task.key, compressor=labels[0], reader=labels[1], config_hash=point.config_hash,
                     examples=len(exs), pending=len(pending), reader_calls=len(pending) - hits, cache_hits=hits,
                     prompt_tokens=tokens, exact=not needs_model, summarizer_calls=summaries,
+                    texts_encoded=compressor.encoded_texts() - encoded_before,
                 ))
         return rows
 
