@@ -13,7 +13,7 @@ import inspect
 from typing import Any
 
 from compressors.base import Compressor
-from indexes.ground import Registry
+from indexes.ground import ComponentSpec, Registry
 from readers.base import Reader, Tokenizer
 
 COMPRESSORS: Registry[Compressor] = Registry("compressors", Compressor)
@@ -35,9 +35,5 @@ def uses_reader(cls: type) -> bool:
 def make_compressor(spec: Any, *, tokenizer: Tokenizer | None = None, reader: Reader | None = None,
                     **params: Any) -> Compressor:
     """Build the compressor a name or ``{name, params}`` section names (short name or ``"pkg.mod:Class"``)."""
-    if params:
-        from indexes.ground import ComponentSpec
-
-        spec = ComponentSpec.parse(spec, "compressor")
-        spec = ComponentSpec(spec.name, {**spec.params, **params}, spec.label)
-    return COMPRESSORS.build(spec, tokenizer=tokenizer, reader=reader)
+    return COMPRESSORS.build(ComponentSpec.parse(spec, "compressor").with_params(**params), tokenizer=tokenizer,
+                             reader=reader)

@@ -279,6 +279,10 @@ class ComponentSpec:
             return cls(name, dict(spec.params or {}), getattr(spec, "label", None))
         raise ParamError(f"{what} must be a name or a mapping, got {type(spec).__name__}")
 
+    def with_params(self, **params: Any) -> "ComponentSpec":
+        """The same section with ``params`` overriding its own (what ``make_reader("openai", model=...)`` means)."""
+        return ComponentSpec(self.name, {**self.params, **params}, self.label) if params else self
+
 
 @dataclass(frozen=True)
 class Nested:

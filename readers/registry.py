@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from indexes.ground import Registry
+from indexes.ground import ComponentSpec, Registry
 from readers.base import Reader
 
 READERS: Registry[Reader] = Registry("readers", Reader)
@@ -19,9 +19,4 @@ READERS.add("extractive", "readers.extractive:ExtractiveReader")
 
 def make_reader(spec: Any, **params: Any) -> Reader:
     """Build a reader from a name or a ``{name, params}`` section: ``make_reader("openai", model="gpt-4o-mini")``."""
-    if params:
-        from indexes.ground import ComponentSpec
-
-        spec = ComponentSpec.parse(spec, "reader")
-        spec = ComponentSpec(spec.name, {**spec.params, **params}, spec.label)
-    return READERS.build(spec)
+    return READERS.build(ComponentSpec.parse(spec, "reader").with_params(**params))

@@ -48,3 +48,11 @@ class Retriever(ABC):
     @abstractmethod
     def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
         """Ranked hits for each query, in query order."""
+
+    @staticmethod
+    def check_search(queries: Sequence[str], k: int) -> None:
+        """The checks every ``search`` makes at its boundary: a batch of queries (not one string) and k > 0."""
+        if isinstance(queries, str):
+            raise ValueError("search takes a sequence of queries, not one string")
+        if k <= 0:
+            raise ValueError(f"k must be positive, got {k}")

@@ -160,10 +160,7 @@ class BM25Retriever(Retriever):
         return np.asarray(self._engine.get_scores(tokens), dtype=np.float64)
 
     def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
-        if isinstance(queries, str):
-            raise ValueError("search takes a sequence of queries, not one string")
-        if k <= 0:
-            raise ValueError(f"k must be positive, got {k}")
+        self.check_search(queries, k)
         results = []
         for query in queries:
             scores = self.scores(query)

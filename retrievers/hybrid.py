@@ -92,10 +92,7 @@ class HybridRetriever(Retriever):
             raise ValueError(f"a part of the hybrid returned a chunk it was not given: {err}") from None
 
     def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
-        if isinstance(queries, str):
-            raise ValueError("search takes a sequence of queries, not one string")
-        if k <= 0:
-            raise ValueError(f"k must be positive, got {k}")
+        self.check_search(queries, k)
         if not queries:
             return []
         depth = max(k, self.depth)

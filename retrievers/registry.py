@@ -26,7 +26,4 @@ RETRIEVERS.add("rerank", "retrievers.rerank:RerankRetriever")
 
 def make_retriever(spec: Any, **params: Any) -> Retriever:
     """A retriever from a short name, an entry point, ``"pkg.mod:Class"`` or a ``{name, params}`` section."""
-    if params:
-        spec = ComponentSpec.parse(spec, "retriever")
-        spec = ComponentSpec(spec.name, {**spec.params, **params}, spec.label)
-    return RETRIEVERS.build(spec)
+    return RETRIEVERS.build(ComponentSpec.parse(spec, "retriever").with_params(**params))

@@ -57,10 +57,7 @@ class RerankRetriever(Retriever):
         return self
 
     def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
-        if isinstance(queries, str):
-            raise ValueError("search takes a sequence of queries, not one string")
-        if k <= 0:
-            raise ValueError(f"k must be positive, got {k}")
+        self.check_search(queries, k)
         if not queries:
             return []
         candidates = [[h.chunk for h in hits] for hits in self.first.search(queries, max(self.depth, k))]
