@@ -24,13 +24,12 @@ import json
 from dataclasses import dataclass, field, replace
 from importlib.resources import files
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Mapping
 
 import yaml
 
-from indexes.ground import ParamError, Registry, UnknownComponentError, UserError
-
-FAMILIES = ("longbench", "leval", "m4le", "litm_qa", "litm_kv")
+from experiments.data.loaders import FAMILIES
+from indexes.ground import Registry, UserError
 
 
 @dataclass(frozen=True)
@@ -162,10 +161,4 @@ def get_task(name: str) -> TaskSpec:
     return TASKS.get(name)  # raises UnknownComponentError with close names
 
 
-def describe(spec: TaskSpec) -> dict[str, Any]:
-    """The spec's settings for listings and run manifests (templates shortened)."""
-    return {"family": spec.family, "category": spec.category, "metric": spec.metric,
-            "max_new_tokens": spec.max_new_tokens, "lang": spec.lang}
-
-
-__all__ = ["FAMILIES", "ParamError", "TASKS", "TaskSpec", "UnknownComponentError", "describe", "get_task"]
+__all__ = ["TASKS", "TaskSpec", "get_task"]
