@@ -117,7 +117,8 @@ class DenseRetriever(Retriever):
     @property
     def label(self) -> str:
         name = self.encoder.model_id.removeprefix("openai:").split("@")[0]
-        return name.rstrip("/").rsplit("/", 1)[-1].split(":")[0]
+        name = name.rstrip("/").rsplit("/", 1)[-1].split(":")[0]
+        return name if getattr(self, "use_title", True) else f"{name}-notitle"
 
     def _embed(self, texts: Sequence[str], role: str) -> np.ndarray:
         """Embeddings for ``texts``; cached ones are read, only the rest reach the encoder."""
@@ -149,11 +150,25 @@ class DenseRetriever(Retriever):
         self._index.add([str(i) for i in range(len(self._chunks))], vectors)
         return self
 
+    def index_vectors(self, chunks: Sequence[Chunk], index: FaissIndex) -> DenseRetriever:
+        """Adopt a prebuilt index over ``chunks`` instead of encoding them (e.g. one loaded from embedding shards).
+
+        Row ``i`` of ``index`` must be ``chunks[i]``, stored under id ``str(i)``
+        and embedded as :meth:`index` would (this encoder's document vectors of
+        ``titled_text(chunk, use_title)``), so searching gives the hits
+        :meth:`index` would.  Nothing is encoded; returns self.
+        """
+        chunks = list(chunks)
+        if len(index) != len(chunks):
+            raise ValueError(f"the index holds {len(index)} vectors for {len(chunks)} chunks")
+        if index.metric != "ip":
+            raise ValueError(f"a dense retriever scores by inner product; the index uses metric {index.metric!r}")
+        self._chunks = chunks
+        self._index = index if chunks else None
+        return self
+
     def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
-        if isinstance(queries, str):
-            raise ValueError("search takes a sequence of queries, not one string")
-        if k <= 0:
-            raise ValueError(f"k must be positive, got {k}")
+        self.check_search(queries, k)
         if not queries:
             return []
         if self._index is None:

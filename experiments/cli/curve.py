@@ -13,7 +13,7 @@ from typing import List, Optional
 import typer
 
 from experiments.cli.errors import parse_ints, plain_output, print_table, user_errors
-from experiments.cli.retrieve import retriever_spec
+from experiments.cli.retrieve import retriever_spec, shard_plan
 from indexes.ground import UserError
 
 DEFAULT_KS = "1,2,5,10,20,30,40,50"
@@ -31,6 +31,25 @@ def curve_config(litm: Path, retriever: dict, readers: list[str], ks: list[int],
     }
 
 
+def curve_shard_plan(cfg, out: Path, executor: str, ray_address: Optional[str], workers: Optional[int],
+                     shards: Optional[Path], shard_size: Optional[int]):
+    """The shard plan for the config's open-domain tasks (None: index as always); shard folders go under
+    ``OUT/shards`` unless ``--shards`` names one, which then serves one corpus and encoder only."""
+    from retrievers.dense import DenseRetriever
+    from retrievers.registry import make_retriever
+
+    retrievers = [t.open_domain.retriever.spec for t in cfg.tasks if t.open_domain is not None]
+    plan = shard_plan(executor, ray_address, workers, shards, shard_size, out / "shards", retrievers)
+    if plan is not None and shards is not None:
+        built = [(t.open_domain.corpus or t.path, make_retriever(t.open_domain.retriever.spec)) for t in cfg.tasks
+                 if t.open_domain is not None]
+        indexes = {(corpus, r.encoder.model_id, r.use_title) for corpus, r in built if isinstance(r, DenseRetriever)}
+        if len(indexes) > 1:
+            raise UserError(f"--shards names one folder, but the config has {len(indexes)} dense open-domain indexes "
+                            f"(corpus x encoder); drop --shards (with --executor ray each gets a folder under {out / 'shards'})")
+    return plan
+
+
 @user_errors
 def curve(
     litm: Optional[Path] = typer.Option(None, "--litm", help="Lost in the Middle QA file (e.g. nq-open-oracle.jsonl.gz); its passages are the corpus."),
@@ -43,6 +62,11 @@ def curve(
     out: Path = typer.Option(..., "--out", help="Run directory; curve.csv, curve.json and plots/curve.png land there."),
     config: Optional[Path] = typer.Option(None, "--config", help="A run config with an open_domain task instead of the options above."),
     plain: bool = typer.Option(False, "--plain", help="Plain Markdown tables (the default when stdout is not a terminal)."),
+    shards: Optional[Path] = typer.Option(None, "--shards", help="Dense retrievers: keep the corpus embeddings in this folder as .npy shards (resumable after a kill); default with --executor ray: a folder per corpus and encoder under OUT/shards."),
+    shard_size: Optional[int] = typer.Option(None, "--shard-size", help="Passages per shard (default 50000)."),
+    executor: str = typer.Option("local", "--executor", help="Where the corpus is encoded into shards: 'local' (this process) or 'ray' (a pool of encoder actors). The reader runs here either way."),
+    ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Join this Ray cluster ('auto', HOST:PORT or ray://HOST:PORT); default: start a local Ray instance."),
+    workers: Optional[int] = typer.Option(None, "--workers", help="Ray encoder actors (default: one per GPU, else the cluster's CPUs)."),
 ) -> None:
     """Index the file's passages once, give every question its top-k, and chart recall@k against accuracy@k."""
     from experiments.cli.run import execute
@@ -51,6 +75,7 @@ def curve(
     from experiments.report.write import write_report
     from experiments.run.api import open_run
     from experiments.run.config import load_config, parse_config
+    from experiments.run.encode import using_shards
 
     if config is not None:
         cfg = load_config(config)
@@ -64,11 +89,13 @@ def curve(
             raise UserError(f"--ks must be positive, got {ks}")
         cfg = parse_config(curve_config(litm, retriever_spec(retriever, retriever_param), reader or ["smollm2"],
                                         k_list, limit, query_aware), "ctxcomp curve options")
-    runner = open_run(cfg, out)
-    try:
-        stats = execute(runner)
-    finally:
-        runner.close()
+    plan = curve_shard_plan(cfg, out, executor, ray_address, workers, shards, shard_size)
+    with using_shards(plan):  # not part of the config: the passages each question gets are the same either way
+        runner = open_run(cfg, out)
+        try:
+            stats = execute(runner)
+        finally:
+            runner.close()
     typer.echo(f"{stats.predicted} predicted, {stats.already_done} already done, {stats.failed} failed "
                f"({stats.model_calls} reader calls, {stats.wall_s:.0f} s)", err=True)
     _, paths = write_report(out)

@@ -17,6 +17,35 @@ def retriever_spec(name: str, params: list[str]) -> dict:
     return {"name": name, "params": parse_overrides(params)}
 
 
+def shard_plan(executor: str, ray_address: Optional[str], workers: Optional[int], shards: Optional[Path],
+               shard_size: Optional[int], root: Path, retrievers: list):
+    """The ``ShardPlan`` the encoding options ask for, or None (no ``--shards``, local: index as always).
+
+    ``root``: where a shard folder named by corpus and encoder goes when ``--shards`` names none;
+    ``retrievers``: the sections the plan would serve, at least one of which must be dense.  Bad options,
+    a retriever that is not dense, a missing Ray and an unreachable ``--ray-address`` are one-line errors
+    here, before any work.
+    """
+    from experiments.run.encode import DEFAULT_SHARD_SIZE, ShardPlan, is_dense
+
+    if executor not in ("local", "ray"):
+        raise UserError(f"--executor must be 'local' or 'ray', got {executor!r}")
+    if executor == "local" and shards is None:
+        given = [name for name, value in (("--ray-address", ray_address), ("--workers", workers),
+                                          ("--shard-size", shard_size)) if value is not None]
+        if given:
+            raise UserError(f"{' and '.join(given)} need(s) --executor ray or --shards DIR")
+        return None
+    if not any(is_dense(r) for r in retrievers):
+        names = ", ".join(repr(r["name"] if isinstance(r, dict) else getattr(r, "name", r)) for r in retrievers)
+        raise UserError(f"--shards and --executor ray need a dense retriever (contriever, minilm, "
+                        f"sentence-transformers, openai, ...); got {names or 'none'}")
+    plan = ShardPlan(folder=shards, root=root, executor=executor, address=ray_address, workers=workers,
+                     shard_size=DEFAULT_SHARD_SIZE if shard_size is None else shard_size, progress=True)
+    plan.check()
+    return plan
+
+
 @user_errors
 def retrieve(
     corpus: Optional[Path] = typer.Argument(None, help="JSONL corpus: id, text[, title]."),
@@ -28,6 +57,11 @@ def retrieve(
     out: Optional[Path] = typer.Option(None, "--out", help="Write the top-k per query here as JSONL (default: stdout unless --json)."),
     json_out: bool = typer.Option(False, "--json", help="Print recall@1/5/20/k and MRR as one JSON object."),
     limit: Optional[int] = typer.Option(None, "--limit", help="Use only the first N queries (the corpus stays whole)."),
+    shards: Optional[Path] = typer.Option(None, "--shards", help="Dense retrievers: keep the corpus embeddings in this folder as .npy shards (resumable after a kill); default with --executor ray: a folder per corpus and encoder under $CTXCOMP_CACHE_DIR/shards."),
+    shard_size: Optional[int] = typer.Option(None, "--shard-size", help="Passages per shard (default 50000)."),
+    executor: str = typer.Option("local", "--executor", help="Where the corpus is encoded into shards: 'local' (this process) or 'ray' (a pool of encoder actors)."),
+    ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Join this Ray cluster ('auto', HOST:PORT or ray://HOST:PORT); default: start a local Ray instance."),
+    workers: Optional[int] = typer.Option(None, "--workers", help="Ray encoder actors (default: one per GPU, else the cluster's CPUs)."),
 ) -> None:
     """Retrieve the top-k passages per query and report answer recall."""
     from experiments.protocols.retrieval import (
@@ -37,12 +71,15 @@ def retrieve(
         retrieve_all,
         summarize,
     )
+    from experiments.run.encode import default_shard_root, sharded_retriever
     from retrievers.registry import make_retriever
 
     if k <= 0:
         raise UserError(f"-k must be positive, got {k}")
     if limit is not None and limit < 1:
         raise UserError(f"--limit must be >= 1, got {limit}")
+    spec = retriever_spec(retriever, retriever_param)
+    plan = shard_plan(executor, ray_address, workers, shards, shard_size, default_shard_root(), [spec])
     if litm is not None:
         if corpus is not None or queries is not None:
             raise UserError("give either --litm FILE or CORPUS QUERIES, not both")
@@ -51,9 +88,12 @@ def retrieve(
         if corpus is None or queries is None:
             raise UserError("give CORPUS and QUERIES (JSONL files), or --litm FILE")
         chunks, qs = load_corpus(corpus), load_queries(queries, limit)
-    engine = make_retriever(retriever_spec(retriever, retriever_param))
-    print(f"indexing {len(chunks)} passages with {engine.label} ...", file=sys.stderr)
-    engine.index(chunks)
+    if plan is None:
+        engine = make_retriever(spec)
+        print(f"indexing {len(chunks)} passages with {engine.label} ...", file=sys.stderr)
+        engine.index(chunks)
+    else:
+        engine = sharded_retriever(spec, chunks, plan)
     # the summary reports recall@1/5/20 whatever -k is, so search deep enough for all of them;
     # only the top k are written out
     depth = max(k, 20) if json_out else k

@@ -1,7 +1,7 @@
 """A passage corpus and a retriever over it, answering with the passages themselves (open-domain protocols)."""
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -9,7 +9,11 @@ from typing import Any
 from experiments.data.loaders import load_litm_qa
 from experiments.data.records import Example
 from indexes.ground import UserError
-from indexes.types import Passage
+from indexes.types import Chunk, Passage
+from retrievers.base import Retriever
+
+# (retriever section, chunks) -> a retriever indexed over exactly those chunks, in order
+IndexWith = Callable[[Any, Sequence[Chunk]], Retriever]
 
 
 def load_litm_corpus(path: str | Path) -> tuple[list[Example], list[Passage]]:
@@ -34,9 +38,14 @@ class PassageIndex:
     Passages are deduplicated by (title, text) and given unique chunk ids, so
     a hit maps back to exactly one passage even when the source reuses ids.
     Each hit comes back with its retrieval ``score``.
+
+    ``index_with(retriever, chunks)`` builds the indexed retriever another way
+    (embedding shards: ``experiments.run.encode.sharded_retriever``); it must
+    search as ``make_retriever(retriever).index(chunks)`` would.
     """
 
-    def __init__(self, passages: Sequence[Passage], retriever: Any = "bm25") -> None:
+    def __init__(self, passages: Sequence[Passage], retriever: Any = "bm25", *,
+                 index_with: IndexWith | None = None) -> None:
         from indexes.chunking import passages_to_chunks
         from retrievers.registry import make_retriever
 
@@ -51,8 +60,11 @@ class PassageIndex:
             self.passages = [replace(p, doc_id=f"c{i}") for i, p in enumerate(self.passages)]
         chunks = passages_to_chunks(self.passages)
         self._by_chunk = {c.chunk_id: p for c, p in zip(chunks, self.passages)}
-        self.retriever = make_retriever(retriever)
-        self.retriever.index(chunks)
+        if index_with is None:
+            self.retriever = make_retriever(retriever)
+            self.retriever.index(chunks)
+        else:
+            self.retriever = index_with(retriever, chunks)
 
     def __len__(self) -> int:
         return len(self.passages)

@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from experiments.data.records import Example, render_litm_documents
-from experiments.protocols.corpus import PassageIndex
+from experiments.protocols.corpus import IndexWith, PassageIndex
 from indexes.ground import UserError
 from indexes.types import Passage
 
@@ -25,13 +25,17 @@ SEARCH_BATCH = 256
 
 
 def open_domain_examples(questions: Sequence[Example], corpus: Sequence[Passage], *, retriever: Any = "bm25",
-                         depth: int = 50, progress: bool = False) -> list[Example]:
-    """The questions with their own passages replaced by the ``depth`` best passages of the whole corpus."""
+                         depth: int = 50, progress: bool = False, index_with: IndexWith | None = None) -> list[Example]:
+    """The questions with their own passages replaced by the ``depth`` best passages of the whole corpus.
+
+    ``index_with``: how the corpus index is built, when not by ``retriever.index`` (see ``PassageIndex``);
+    it changes where the vectors are computed, never which passages a question gets.
+    """
     if depth < 1:
         raise UserError(f"open_domain depth must be >= 1, got {depth}")
     if not questions:
         raise UserError("no questions to retrieve for")
-    index = PassageIndex(corpus, retriever)
+    index = PassageIndex(corpus, retriever, index_with=index_with)
     from tqdm.auto import tqdm
 
     out: list[Example] = []

@@ -96,4 +96,21 @@ def _open_domain(spec: TaskSpec, examples: list[Example], task: TaskConfig, prog
     if spec.family != "litm_qa":
         raise UserError(f"task {task.key!r}: open_domain works on Lost in the Middle QA tasks, not {spec.family}")
     _, corpus = load_litm_corpus(corpus_file)
-    return open_domain_examples(examples, corpus, retriever=od.retriever.spec, depth=od.depth, progress=progress)
+    return open_domain_examples(examples, corpus, retriever=od.retriever.spec, depth=od.depth, progress=progress,
+                                index_with=_shard_indexer(od.retriever.spec))
+
+
+def _shard_indexer(retriever):
+    """Index through embedding shards when a ``using_shards`` block (``ctxcomp curve --shards / --executor ray``)
+    is active and the retriever is dense; None (index as always) otherwise.  Not part of the config: the
+    passages each question gets are the same either way."""
+    from experiments.run.encode import active_shard_plan, is_dense, sharded_retriever
+
+    plan = active_shard_plan()
+    if plan is None or not is_dense(retriever):
+        return None
+
+    def index_with(spec, chunks):
+        return sharded_retriever(spec, chunks, plan)
+
+    return index_with
