@@ -23,7 +23,12 @@ def run(
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Join this Ray cluster ('auto', HOST:PORT or ray://HOST:PORT); default: start a local Ray instance."),
     workers: Optional[int] = typer.Option(None, "--workers", help="Ray actors (default: the cluster's CPUs)."),
 ) -> None:
-    """Run an evaluation grid; predictions are appended and the run can be resumed."""
+    """Run an evaluation grid; predictions are appended and the run can be resumed.
+
+    Running a config into a folder that already holds a run of the same config continues it (the same as
+    --resume); a folder holding another config is refused.
+    """
+    from experiments.run.api import open_run
     from experiments.run.config import load_config
     from experiments.run.runner import Runner
 
@@ -39,7 +44,9 @@ def run(
             runner = Runner.resume(resume, executor=pool)
         else:
             run_dir = out or Path(cfg.output_dir or f"runs/{cfg.name}")
-            runner = Runner(cfg, run_dir) if dry_run else Runner.create(cfg, run_dir, executor=pool)
+            if not dry_run and (run_dir / "config.yaml").is_file():
+                typer.echo(f"{run_dir} holds a run of this config; continuing it", err=True)
+            runner = Runner(cfg, run_dir) if dry_run else open_run(cfg, run_dir, executor=pool)
     except BaseException:
         if pool is not None:
             pool.close()

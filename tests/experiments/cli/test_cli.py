@@ -142,3 +142,16 @@ def test_a_metric_plugin_registered_by_entry_point_scores_a_file(tmp_path):
     assert res.stdout.strip() == "50.0"
     listed = _cli("list", "metrics", env=env)
     assert "| exact_lower |" in listed.stdout and "test plugin" in listed.stdout
+
+
+def test_running_a_config_again_continues_it_and_another_config_is_refused(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(CONFIG))
+    first = CliRunner().invoke(app, ["run", str(path), "--out", str(tmp_path / "r"), "--no-report"])
+    assert first.exit_code == 0 and "done: 8 predicted" in first.output
+    again = CliRunner().invoke(app, ["run", str(path), "--out", str(tmp_path / "r"), "--no-report"])
+    assert again.exit_code == 0 and "done: 0 predicted, 8 already done" in again.output
+    other = tmp_path / "other.yaml"
+    other.write_text(yaml.safe_dump({**CONFIG, "batch_size": 3}))
+    refused = CliRunner().invoke(app, ["run", str(other), "--out", str(tmp_path / "r")])
+    assert refused.exit_code == 2 and "another config" in refused.output
