@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 import statistics
 from collections import defaultdict
 from collections.abc import Sequence
@@ -67,6 +68,9 @@ def score_table(cells: Sequence[Cell], items: dict[tuple[str, str], dict[str, fl
     body = []
     full_avgs: dict[str, dict[str, float]] = defaultdict(dict)
     full_labels = {c.compressor for c in cells if c.is_full}
+    tasks_of = defaultdict(set)
+    for c in cells:
+        tasks_of[(c.reader, c.compressor)].add(c.task)
     for reader, comp in rows_in_order(cells):
         is_full = comp in full_labels
         row = [reader, comp]
@@ -85,7 +89,11 @@ def score_table(cells: Sequence[Cell], items: dict[tuple[str, str], dict[str, fl
                     continue
                 base = full_avgs[reader].get(label)
                 paired = _paired_average(group, cells, items) if items and base is not None else None
-                row.append(_fmt(avg, paired, None if base is None else round(avg - base, 2)) if group else "")
+                partial = label == "avg" and tasks_of[(reader, comp)] < set(tasks)
+                if partial and paired is None:
+                    base = None  # the full row averages other tasks: only a paired delta would mean anything
+                row.append((_fmt(avg, paired, None if base is None else round(avg - base, 2))
+                            + (f" (over {len(tasks_of[(reader, comp)])} tasks)" if partial else "")) if group else "")
         body.append(row)
     return header, body
 
@@ -142,11 +150,39 @@ def breakdown_table(cells: Sequence[Cell], attr: str) -> Table:
     elif set(keys) <= set(LONGBENCH_E_BUCKETS):
         keys = [b for b in LONGBENCH_E_BUCKETS if b in keys]
     header = ["task", "reader", "compressor", *keys]
-    body = [
-        [c.task, c.reader, c.compressor, *(f"{getattr(c, attr)[k]:.2f}" if k in getattr(c, attr) else "" for k in keys)]
-        for c in cells
-        if getattr(c, attr)
-    ]
+
+    def value(c: Cell, k: str) -> str:
+        if k not in getattr(c, attr):
+            return ""
+        ci = c.by_position_ci.get(k) if attr == "by_position" else None
+        return f"{getattr(c, attr)[k]:.2f}" + (f" [{ci[0]:.1f}, {ci[1]:.1f}]" if ci else "")
+
+    body = [[c.task, c.reader, c.compressor, *(value(c, k) for k in keys)] for c in cells if getattr(c, attr)]
+    return header, body
+
+
+_SWEPT = re.compile(r"@(?:gold|key)(\d+)$")
+
+
+def position_contrasts(cells: Sequence[Cell], items: dict[tuple[str, str], dict[str, float]]) -> Table:
+    """First and last position against the middle one, paired on the question (each question is asked
+    at every position of a sweep), with 95% intervals: what a U-shape or a recency bias needs to show."""
+    header = ["task", "reader", "compressor", "positions", "first - middle", "last - middle", "n"]
+    body = []
+    for c in cells:
+        positions = sorted((int(k) for k in c.by_position if k.lstrip("-").isdigit()))
+        if len(positions) < 3:
+            continue
+        by_pos: dict[int, dict[str, float]] = {}
+        for ex_id, score in items.get((c.task, c.config_hash), {}).items():
+            m = _SWEPT.search(ex_id)
+            if m:
+                by_pos.setdefault(int(m.group(1)), {})[ex_id[: m.start()]] = score
+        first, middle, last = positions[0], positions[len(positions) // 2], positions[-1]
+        a = paired_vs(by_pos.get(middle, {}), by_pos.get(first, {}))
+        b = paired_vs(by_pos.get(middle, {}), by_pos.get(last, {}))
+        body.append([c.task, c.reader, c.compressor, f"{first} / {middle} / {last}",
+                     format_delta(a) or f"{a.delta:+.2f}", format_delta(b) or f"{b.delta:+.2f}", str(min(a.n, b.n))])
     return header, body
 
 

@@ -15,6 +15,7 @@ from experiments.report.tables import (
     csv_text,
     efficiency_table,
     markdown_table,
+    position_contrasts,
     score_table,
 )
 
@@ -63,6 +64,7 @@ def write_report(run_dir: str | Path, *, plots: bool = True) -> tuple[str, list[
         "efficiency": efficiency_table(cells),
         "length_buckets": breakdown_table(cells, "buckets"),
         "positions": breakdown_table(cells, "by_position"),
+        "position_contrasts": position_contrasts(cells, data.items()),
     }
     (run_dir / "tables").mkdir(exist_ok=True)
     for name, (header, body) in tables.items():
@@ -83,7 +85,8 @@ TITLES = {
     "scores": "Scores",
     "efficiency": "Compression, tokens, cost and latency (means per example, one row per task)",
     "length_buckets": "Scores by length bucket",
-    "positions": "Accuracy by gold/key position",
+    "positions": "Accuracy by gold/key position (95% intervals)",
+    "position_contrasts": "First and last position against the middle, paired on the question",
 }
 
 
@@ -94,7 +97,8 @@ def render_markdown(data: RunData, tables: dict[str, Table], plot_paths: Sequenc
         "Scores are 100 x the task's metric (named in each column; LongBench rounding). In parentheses: the "
         "difference to the full-context row of the same reader, paired over the examples both scored, with its "
         "95% bootstrap interval (10,000 resamples); `*` marks an interval that excludes 0. Averages over tasks "
-        "are paired on (task, example). n per cell, p-values (paired sign-flip test) and the intervals are in "
+        "are paired on (task, example); an arm that ran on fewer tasks than the full-context row averages its own "
+        "tasks (said in the cell), and its delta is paired on those tasks. n per cell, p-values (paired sign-flip test) and the intervals are in "
         "`scores.csv`. Each cell averages the lines of `predictions.jsonl` with its `task` and `config_hash` "
         "(see the efficiency table for the hash of each row)."
     )
