@@ -68,9 +68,10 @@ def score_table(cells: Sequence[Cell], items: dict[tuple[str, str], dict[str, fl
     body = []
     full_avgs: dict[str, dict[str, float]] = defaultdict(dict)
     full_labels = {c.compressor for c in cells if c.is_full}
-    tasks_of = defaultdict(set)
+    tasks_of = defaultdict(set)  # tasks a row has a score on; a task whose examples all failed does not count
     for c in cells:
-        tasks_of[(c.reader, c.compressor)].add(c.task)
+        if c.score == c.score:
+            tasks_of[(c.reader, c.compressor)].add(c.task)
     for reader, comp in rows_in_order(cells):
         is_full = comp in full_labels
         row = [reader, comp]
@@ -93,9 +94,13 @@ def score_table(cells: Sequence[Cell], items: dict[tuple[str, str], dict[str, fl
                 if partial and paired is None:
                     base = None  # the full row averages other tasks: only a paired delta would mean anything
                 row.append((_fmt(avg, paired, None if base is None else round(avg - base, 2))
-                            + (f" (over {len(tasks_of[(reader, comp)])} tasks)" if partial else "")) if group else "")
+                            + (_over(len(tasks_of[(reader, comp)])) if partial else "")) if group else "")
         body.append(row)
     return header, body
+
+
+def _over(n: int) -> str:
+    return f" (over {n} task{'' if n == 1 else 's'})"
 
 
 def _bare(c: Cell) -> PairedDelta | None:

@@ -162,3 +162,11 @@ def test_a_relabelled_full_context_is_still_the_baseline_and_nan_is_null_in_json
     write_report(run, plots=False)
     data = json.loads((run / "scores.json").read_text())  # strict JSON: no NaN
     assert {c["task"]: c["score"] for c in data["cells"]}["gov_report"] is None
+
+
+def test_an_average_over_fewer_tasks_counts_only_tasks_that_were_scored():
+    preds = [rec(t, "a", "full", "F", 1.0) for t in ("t1", "t2", "t3")] + [rec("t1", "a", "summ", "S", 0.5)]
+    fails = [{"task": "t2", "id": "a", "config_hash": "S", "compressor": "summ", "reader": "r", "reason": "x"}]
+    header, body = score_table(compute_cells(preds, fails))
+    row = next(r for r in body if r[1] == "summ")
+    assert row[-1].endswith("(over 1 task)") and row[header.index("t2 (qa_f1)")] == "—"
