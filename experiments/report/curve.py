@@ -20,7 +20,7 @@ from typing import Any
 
 from experiments.data.store import record_key, write_atomic
 from experiments.report.cells import RunData
-from experiments.report.stats import mean_interval
+from experiments.report.stats import format_delta, mean_interval, paired_delta
 
 CSV_COLUMNS = ("task", "reader", "k", "recall", "recall_ci_lo", "recall_ci_hi", "accuracy", "ci_lo", "ci_hi", "n",
                "failed", "note")
@@ -58,8 +58,8 @@ def _k_of(point: Mapping[str, Any]) -> int | None:
     return k if isinstance(k, int) else None
 
 
-def curve_rows(data: RunData) -> list[CurveRow]:
-    """One row per (task, reader, k) of the run's open-domain predictions, in task, reader, k order."""
+def _curve_groups(data: RunData) -> tuple[dict[tuple[str, str, int], list[dict[str, Any]]], dict[tuple[str, str, int], int]]:
+    """The open-domain predictions of each (task, reader, k), and how many examples of each failed for good."""
     k_of = {p["config_hash"]: _k_of(p) for p in data.manifest.get("points", [])}
     recorded = {record_key(r) for r in data.predictions}
     groups: dict[tuple[str, str, int], list[dict[str, Any]]] = defaultdict(list)
@@ -72,6 +72,12 @@ def curve_rows(data: RunData) -> list[CurveRow]:
         k = k_of.get(f["config_hash"])
         if k is not None and record_key(f) not in recorded:
             failed[(f["task"], f["reader"], k)] += 1
+    return groups, failed
+
+
+def curve_rows(data: RunData) -> list[CurveRow]:
+    """One row per (task, reader, k) of the run's open-domain predictions, in task, reader, k order."""
+    groups, failed = _curve_groups(data)
     rows = []
     for key in sorted(set(groups) | set(failed)):
         recs = groups.get(key, [])
@@ -91,6 +97,32 @@ def saturation(rows: Sequence[CurveRow]) -> dict[tuple[str, str], int]:
         if r.accuracy is not None:
             curves[(r.task, r.reader)][r.k] = r.accuracy
     return {key: saturation_k(acc) for key, acc in curves.items() if acc}
+
+
+def curve_contrasts(data: RunData) -> tuple[list[str], list[list[str]]]:
+    """Largest k against smallest k on each curve, paired on the question, for recall and for accuracy.
+
+    Both ends are fixed by the config, not picked after looking, so the
+    interval means what it says: whether giving the reader more passages
+    changed what the retriever found and what the reader got right.
+    """
+    groups, _ = _curve_groups(data)
+    header = ["task", "reader", "k", "recall change", "accuracy change", "n"]
+    body = []
+    for task, reader in dict.fromkeys((t, rd) for t, rd, _ in sorted(groups)):
+        ks = sorted(k for t, rd, k in groups if (t, rd) == (task, reader))
+        if len(ks) < 2:
+            continue
+        lo = {r["id"]: r for r in groups[(task, reader, ks[0])]}
+        hi = {r["id"]: r for r in groups[(task, reader, ks[-1])]}
+        ids = [i for i in lo if i in hi]
+        if not ids:
+            continue
+        found = lambda r: 1.0 if r.get("answer_in_context") else 0.0  # noqa: E731
+        recall = paired_delta([found(lo[i]) for i in ids], [found(hi[i]) for i in ids])
+        accuracy = paired_delta([float(lo[i]["score"]) for i in ids], [float(hi[i]["score"]) for i in ids])
+        body.append([task, reader, f"{ks[-1]} vs {ks[0]}", format_delta(recall), format_delta(accuracy), str(len(ids))])
+    return header, body
 
 
 def curve_table(rows: Sequence[CurveRow]) -> tuple[list[str], list[list[str]]]:

@@ -70,9 +70,13 @@ def write_report(run_dir: str | Path, *, plots: bool = True) -> tuple[str, list[
     for name, (header, body) in tables.items():
         if body:
             write_atomic(run_dir / "tables" / f"{name}.csv", csv_text(header, body))
-    from experiments.report.curve import curve_rows, write_curve
+    from experiments.report.curve import curve_contrasts, curve_rows, write_curve
 
     curve = curve_rows(data)
+    if curve:
+        tables["curve_contrasts"] = curve_contrasts(data)
+        if tables["curve_contrasts"][1]:
+            write_atomic(run_dir / "tables" / "curve_contrasts.csv", csv_text(*tables["curve_contrasts"]))
     curve_paths = write_curve(curve, run_dir, plots=plots) if curve else []
     plot_paths = _write_plots(run_dir, cells) if plots else []
     plot_paths += [p for p in curve_paths if p.suffix in (".png", ".svg")]
@@ -87,6 +91,7 @@ TITLES = {
     "length_buckets": "Scores by length bucket",
     "positions": "Accuracy by gold/key position (95% intervals)",
     "position_contrasts": "First and last position against the middle, paired on the question",
+    "curve_contrasts": "Largest k against smallest k, paired on the question",
 }
 
 
@@ -107,7 +112,7 @@ def render_markdown(data: RunData, tables: dict[str, Table], plot_paths: Sequenc
         parts.append(f"\n**{n_failures} example(s) failed and are excluded from the scores** (see `failures.jsonl`; "
                      "`ctxcomp run --resume` retries them).")
     for name, (header, body) in tables.items():
-        if body:
+        if body and name != "curve_contrasts":
             parts += ["", f"## {TITLES[name]}", "", markdown_table(header, body)]
     from experiments.report.judge import judged_cells, judged_table
 
@@ -121,6 +126,11 @@ def render_markdown(data: RunData, tables: dict[str, Table], plot_paths: Sequenc
         from experiments.report.curve import curve_table
 
         parts += ["", "## Open-domain curve: retriever recall@k and reader accuracy@k", "", markdown_table(*curve_table(curve))]
+        if tables.get("curve_contrasts", ([], []))[1]:
+            parts += ["", f"## {TITLES['curve_contrasts']}", "",
+                      "Percentage points; `*` marks an interval that excludes 0. Recall rising while accuracy does "
+                      "not is the saturation Lost in the Middle reports (Fig. 11).", "",
+                      markdown_table(*tables["curve_contrasts"])]
     if plot_paths:
         parts += ["", "## Plots", ""]
         parts += [f"![{p.stem}]({p.relative_to(run_dir).as_posix()})" for p in plot_paths if p.suffix == ".png"]

@@ -129,6 +129,16 @@ def test_curve_rows_count_failures_per_question_and_never_write_nan(tmp_path):
     assert any(r["reader"] == "dead" and r["accuracy"] is None for r in info["rows"])
     lo, hi = rows[("extractive", 3)].accuracy_ci
     assert lo <= rows[("extractive", 3)].accuracy <= hi
+    # largest k vs smallest k, paired on the question: only questions both ends answered; none for the dead reader
+    from experiments.report.curve import curve_contrasts
+
+    header, body = curve_contrasts(load_run(out))
+    contrast = {row[1]: row for row in body}
+    assert set(contrast) == {"extractive", "half-broken"} and contrast["extractive"][2] == "3 vs 1"
+    ext = contrast["extractive"]
+    assert ext[-1] == "12" and ext[3].startswith(f"{rows[('extractive', 3)].recall - rows[('extractive', 1)].recall:+.2f}")
+    assert int(contrast["half-broken"][-1]) < 12
+    assert "Largest k against smallest k" in (out / "report.md").read_text()
 
 
 def test_curve_resumes_and_a_second_run_reuses_everything(tmp_path):
