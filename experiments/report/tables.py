@@ -111,18 +111,65 @@ def _bare(c: Cell) -> PairedDelta | None:
 def _paired_average(group: Sequence[Cell], cells: Sequence[Cell],
                     items: dict[tuple[str, str], dict[str, float]]) -> PairedDelta | None:
     """The delta of an average over tasks vs full context, paired on (task, example), stratified by task."""
-    base: dict[str, float] = {}
-    other: dict[str, float] = {}
-    strata: dict[str, str] = {}
+    pairs = []
     for c in group:
         full = next((f for f in cells if f.is_full and f.task == c.task and f.reader == c.reader), None)
         if full is None:
             return None
-        for ex_id, value in items.get((c.task, c.config_hash), {}).items():
-            key = f"{c.task}\x1f{ex_id}"
-            if ex_id in items.get((full.task, full.config_hash), {}):
-                base[key], other[key], strata[key] = items[(full.task, full.config_hash)][ex_id], value, c.task
+        pairs.append((full, c))
+    return paired_over_tasks(pairs, items)
+
+
+def paired_over_tasks(pairs: Sequence[tuple[Cell, Cell]],
+                      items: dict[tuple[str, str], dict[str, float]]) -> PairedDelta | None:
+    """``other - base`` averaged over tasks (each weighted equally), paired on (task, example) and resampled
+    within each task; ``pairs`` holds one (base, other) cell pair per task."""
+    base: dict[str, float] = {}
+    other: dict[str, float] = {}
+    strata: dict[str, str] = {}
+    for b, o in pairs:
+        b_items = items.get((b.task, b.config_hash), {})
+        for ex_id, value in items.get((o.task, o.config_hash), {}).items():
+            if ex_id in b_items:
+                key = f"{o.task}\x1f{ex_id}"
+                base[key], other[key], strata[key] = b_items[ex_id], value, o.task
     return paired_vs(base, other, strata) if base else None
+
+
+def contrast_table(cells: Sequence[Cell], items: dict[tuple[str, str], dict[str, float]],
+                   contrasts: Sequence[dict[str, str]]) -> tuple[Table, list[str]]:
+    """Planned contrasts: ``arm - against`` per reader, on each task both rows scored and on their average,
+    paired on the example, with 95% intervals; and a note for each contrast naming a row that is not there."""
+    tasks = task_columns(cells)
+    header = ["reader", "contrast", *tasks, "avg", "tasks", "n"]
+    labels = sorted({c.compressor for c in cells})
+    body, notes = [], []
+    for con in contrasts:
+        arm, against = con["arm"], con["against"]
+        missing = [label for label in (arm, against) if label not in labels]
+        if missing:
+            notes.append(f"contrast {arm!r} - {against!r}: no row labelled {', '.join(map(repr, missing))} "
+                         f"(rows: {', '.join(labels)})")
+            continue
+        for reader in dict.fromkeys(c.reader for c in cells):
+            cell = {(c.compressor, c.task): c for c in cells if c.reader == reader}
+            pairs = [(cell[(against, t)], cell[(arm, t)]) for t in tasks if (arm, t) in cell and (against, t) in cell]
+            per_task = {b.task: pd for b, o in pairs if (pd := paired_over_tasks([(b, o)], items)) is not None}
+            pairs = [p for p in pairs if p[0].task in per_task]  # a task whose examples all failed has no pairs
+            if not pairs:
+                continue
+            avg = paired_over_tasks(pairs, items) if len(pairs) > 1 else None
+            row = [reader, f"{arm} - {against}", *(_fmt_delta(per_task.get(t)) for t in tasks), _fmt_delta(avg),
+                   str(len(pairs)), str(sum(pd.n for pd in per_task.values()))]
+            body.append(row)
+    keep = [i for i in range(len(header)) if not 2 <= i < 2 + len(tasks) or any(row[i] for row in body)]
+    return ([header[i] for i in keep], [[row[i] for i in keep] for row in body]), notes
+
+
+def _fmt_delta(pd: PairedDelta | None) -> str:
+    if pd is None or pd.n == 0:
+        return ""
+    return format_delta(pd) if pd.n >= MIN_PAIRS else f"{pd.delta:+.2f} (n={pd.n})"
 
 
 def efficiency_table(cells: Sequence[Cell]) -> Table:

@@ -15,6 +15,7 @@ from experiments.report.tables import (
     csv_text,
     efficiency_table,
     markdown_table,
+    contrast_table,
     position_contrasts,
     score_table,
 )
@@ -59,8 +60,10 @@ def write_report(run_dir: str | Path, *, plots: bool = True) -> tuple[str, list[
     data = load_run(run_dir)
     run_dir, cells = data.run_dir, data.cells
     write_scores(run_dir, cells)
+    contrasts, contrast_notes = contrast_table(cells, data.items(), data.manifest.get("contrasts") or [])
     tables = {
         "scores": score_table(cells, data.items()),
+        "contrasts": contrasts,
         "efficiency": efficiency_table(cells),
         "length_buckets": breakdown_table(cells, "buckets"),
         "positions": breakdown_table(cells, "by_position"),
@@ -80,7 +83,7 @@ def write_report(run_dir: str | Path, *, plots: bool = True) -> tuple[str, list[
     curve_paths = write_curve(curve, run_dir, plots=plots) if curve else []
     plot_paths = _write_plots(run_dir, cells) if plots else []
     plot_paths += [p for p in curve_paths if p.suffix in (".png", ".svg")]
-    md = render_markdown(data, tables, plot_paths, curve)
+    md = render_markdown(data, tables, plot_paths, curve, contrast_notes)
     write_atomic(run_dir / "report.md", md)
     return md, plot_paths
 
@@ -92,10 +95,12 @@ TITLES = {
     "positions": "Accuracy by gold/key position (95% intervals)",
     "position_contrasts": "First and last position against the middle, paired on the question",
     "curve_contrasts": "Largest k against smallest k, paired on the question",
+    "contrasts": "Planned contrasts (the config's `contrasts`: arm minus against, paired on the example)",
 }
 
 
-def render_markdown(data: RunData, tables: dict[str, Table], plot_paths: Sequence[Path], curve=()) -> str:
+def render_markdown(data: RunData, tables: dict[str, Table], plot_paths: Sequence[Path], curve=(),
+                    contrast_notes: Sequence[str] = ()) -> str:
     run_dir, cells = data.run_dir, data.cells
     parts = [f"# Report: {run_dir.name}", ""]
     parts.append(
@@ -112,8 +117,10 @@ def render_markdown(data: RunData, tables: dict[str, Table], plot_paths: Sequenc
         parts.append(f"\n**{n_failures} example(s) failed and are excluded from the scores** (see `failures.jsonl`; "
                      "`ctxcomp run --resume` retries them).")
     for name, (header, body) in tables.items():
-        if body and name != "curve_contrasts":
-            parts += ["", f"## {TITLES[name]}", "", markdown_table(header, body)]
+        notes = list(contrast_notes) if name == "contrasts" else []
+        if name != "curve_contrasts" and (body or notes):
+            parts += ["", f"## {TITLES[name]}"] + (["", markdown_table(header, body)] if body else [])
+            parts += [""] + [f"- not computed: {n}" for n in notes] if notes else []
     from experiments.report.judge import judged_cells, judged_table
 
     judged = judged_cells(run_dir)

@@ -62,10 +62,12 @@ def open_run(config: RunConfig, run_dir: Path, **kw: Any) -> Runner:
 
     if (run_dir / CONFIG).is_file():
         runner = Runner.resume(run_dir, **kw)
-        if runner.config != config:
+        if not runner.config.same_run(config):
             runner.close()
             from experiments.run.runner import RunDirError
 
             raise RunDirError(f"{run_dir} holds a run of another config; pass another output folder or delete {run_dir}")
+        if runner.config != config:  # only the planned contrasts changed: the report follows the config given
+            runner.update_contrasts(config)
         return runner
     return Runner.create(config, run_dir, **kw)

@@ -171,6 +171,15 @@ class TaskConfig(_Strict):
         return self
 
 
+class ContrastConfig(_Strict):
+    """A comparison planned with the run: ``arm`` minus ``against``, paired on the example, for every reader
+    and every task both rows scored.  Both are compressor rows as the report labels them
+    (``ctxcomp run --dry-run`` lists the labels).  Reports only: changing contrasts never re-runs anything."""
+
+    arm: str
+    against: str
+
+
 class RunConfig(_Strict):
     name: str = "run"
     output_dir: str | None = None
@@ -179,6 +188,11 @@ class RunConfig(_Strict):
     readers: list[ComponentConfig]
     batch_size: int = Field(8, gt=0)
     save_prompts: bool = True
+    contrasts: list[ContrastConfig] = Field(default_factory=list)
+
+    def same_run(self, other: "RunConfig") -> bool:
+        """Whether ``other`` asks for the same predictions (it may plan other contrasts)."""
+        return self.model_copy(update={"contrasts": other.contrasts}) == other
 
     @field_validator("tasks", "readers")
     @classmethod

@@ -379,6 +379,14 @@ class Runner:
             write_atomic(run_dir / GRID, json.dumps(grid_manifest(config), indent=2, ensure_ascii=False))
         return cls(config, run_dir, **kw)
 
+    def update_contrasts(self, config: RunConfig) -> None:
+        """Take the planned contrasts of ``config`` (same predictions otherwise) into the run directory."""
+        if not self.config.same_run(config):
+            raise RunDirError(f"{self.run_dir}: only contrasts may change on a run that exists")
+        self.config = config
+        dump_config(config, self.run_dir / CONFIG)
+        write_atomic(self.run_dir / GRID, json.dumps(grid_manifest(config), indent=2, ensure_ascii=False))
+
     def examples(self, task: TaskConfig) -> list[Example]:
         return list(self.worker.examples(task).values())
 
@@ -511,6 +519,7 @@ def grid_manifest(config: RunConfig) -> dict[str, Any]:
              "reader": p.reader.model_dump(mode="json", exclude={"zip"})}
             for p in expand_grid(config)
         ],
+        "contrasts": [c.model_dump(mode="json") for c in config.contrasts],
     }
 
 

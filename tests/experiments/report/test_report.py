@@ -170,3 +170,26 @@ def test_an_average_over_fewer_tasks_counts_only_tasks_that_were_scored():
     header, body = score_table(compute_cells(preds, fails))
     row = next(r for r in body if r[1] == "summ")
     assert row[-1].endswith("(over 1 task)") and row[header.index("t2 (qa_f1)")] == "—"
+
+
+def test_planned_contrasts_pair_two_compressed_rows_per_task_and_over_tasks():
+    from experiments.report.tables import contrast_table
+
+    rng = np.random.default_rng(3)
+    preds = []
+    for task in ("t1", "t2"):
+        for i in range(12):
+            preds += [rec(task, f"e{i}", "a", "A", float(rng.integers(0, 2))), rec(task, f"e{i}", "b", "B", float(rng.integers(0, 2)))]
+    preds.append(rec("t3", "e0", "a", "A", 1.0))  # a task only one row scored: not part of the contrast
+    fails = [{"task": "t3", "id": "e0", "config_hash": "B", "compressor": "b", "reader": "r", "reason": "x"}]
+    cells = compute_cells(preds, fails)
+    items = {}
+    for p in preds:
+        items.setdefault((p["task"], p["config_hash"]), {})[p["id"]] = p["score"]
+    (header, body), notes = contrast_table(cells, items, [{"arm": "b", "against": "a"}])
+    assert header == ["reader", "contrast", "t1", "t2", "avg", "tasks", "n"] and notes == []
+    row = body[0]
+    by_hand = [paired_delta([items[(t, "A")][f"e{i}"] for i in range(12)], [items[(t, "B")][f"e{i}"] for i in range(12)])
+               for t in ("t1", "t2")]
+    assert row[2].startswith(f"{by_hand[0].delta:+.2f} [{by_hand[0].lo:+.2f}, {by_hand[0].hi:+.2f}]")
+    assert row[4].startswith(f"{(by_hand[0].delta + by_hand[1].delta) / 2:+.2f}") and row[5:] == ["2", "24"]

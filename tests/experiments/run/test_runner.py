@@ -230,6 +230,19 @@ def test_evaluate_runs_a_grid_from_python_and_resumes(tmp_path):
         evaluate({**CONFIG, "batch_size": 4}, tmp_path / "lib", progress=False)
 
 
+def test_planned_contrasts_can_be_added_to_a_finished_run_without_rerunning_it(tmp_path):
+    from experiments import evaluate
+
+    evaluate(CONFIG, tmp_path / "run", progress=False)
+    two, one = "retrieval(bm25, top2, order=score)", "retrieval(bm25, top1, order=score)"
+    planned = {**CONFIG, "contrasts": [{"arm": two, "against": one}, {"arm": "nope", "against": one}]}
+    again = evaluate(planned, tmp_path / "run", progress=False)
+    assert again.stats.predicted == 0 and again.stats.model_calls == 0
+    assert "contrasts" in (tmp_path / "run" / "config.yaml").read_text()
+    report = (tmp_path / "run" / "report.md").read_text()
+    assert f"| extractive | {two} - {one} |" in report and "not computed: contrast 'nope'" in report
+
+
 def test_a_compressor_can_apply_to_some_tasks_only(tmp_path):
     from experiments.run.config import ConfigError
 
