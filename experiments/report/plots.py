@@ -138,59 +138,59 @@ def plot_position(
         return _save(fig, path)
 
 
-def _grouped_bars(ax, data: Mapping[str, Mapping[str, float]],
-                  intervals: Mapping[str, Mapping[str, tuple[float, float]]] | None = None) -> None:
-    """One group per inner key (task / bucket), one bar per outer key (config).
-
-    A value of exactly 0 gets a short black tick so it never looks like a
-    missing bar; a missing value (NaN) is written as "n/a".
-    """
-    import numpy as np
-
-    configs = list(data)
-    groups: list[str] = []
-    for values in data.values():
-        groups.extend(g for g in values if g not in groups)
-    width = 0.8 / max(1, len(configs))
-    x = np.arange(len(groups))
-    for i, config in enumerate(configs):
-        heights = np.array([data[config].get(g, float("nan")) for g in groups], dtype=float)
-        xs = x + (i - (len(configs) - 1) / 2) * width
-        bars = ax.bar(xs, np.nan_to_num(heights), width, label=config)
-        ci = (intervals or {}).get(config) or {}
-        with_ci = [j for j, g in enumerate(groups) if g in ci and heights[j] == heights[j]]
-        if with_ci:
-            lows = [heights[j] - ci[groups[j]][0] for j in with_ci]
-            highs = [ci[groups[j]][1] - heights[j] for j in with_ci]
-            ax.errorbar(xs[with_ci], heights[with_ci], yerr=[lows, highs], fmt="none", ecolor="black",
-                        elinewidth=0.7, capsize=2)
-        for j, h in enumerate(heights):
-            if h != h:
-                ax.annotate("n/a", (xs[j], 0), ha="center", va="bottom", fontsize=6, rotation=90)
-            elif h == 0:
-                ax.plot([xs[j] - width / 2, xs[j] + width / 2], [0, 0], color=bars.patches[j].get_facecolor(),
-                        linewidth=2.5, solid_capstyle="butt")
-    ax.set_xticks(x, groups, rotation=30, ha="right")
+def _two_lines(name: str, columns: int) -> str:
+    """A panel title that fits its column: a long name breaks at the underscore nearest its middle."""
+    if len(name) * columns <= 60 or "_" not in name:
+        return name
+    cut = min((i for i, ch in enumerate(name) if ch == "_"), key=lambda i: abs(i - len(name) / 2))
+    return name[: cut + 1] + "\n" + name[cut + 1:]
 
 
-def plot_delta_bars(deltas: Mapping[str, Mapping[str, float]], path: str | Path,
-                    intervals: Mapping[str, Mapping[str, tuple[float, float]]] | None = None) -> list[Path]:
-    """Score change against the full context, per task (groups) and compression config (bars), with 95% intervals.
+def plot_delta_forest(deltas: Mapping[str, Mapping[str, Mapping[str, float]]], path: str | Path,
+                      intervals: Mapping[str, Mapping[str, Mapping[str, tuple[float, float]]]] | None = None) -> list[Path]:
+    """A forest plot of the change against full context: one panel per reader (rows) and task (columns),
+    one line per compressor, the paired 95% interval as a bar; a filled dot when the interval excludes 0.
 
-    ``deltas[config][task]`` is in score points (as reported, e.g. 0-100); ``intervals`` alike.
+    ``deltas[reader][compressor][task]`` is in score points; ``intervals`` alike.  A compressor with no
+    value on a task (not run, or every example failed) is written "n/a" in that panel.
     """
     plt = _pyplot()
+    readers = list(deltas)
+    arms: list[str] = []
+    tasks: list[str] = []
+    for by_arm in deltas.values():
+        arms.extend(a for a in by_arm if a not in arms)
+        for by_task in by_arm.values():
+            tasks.extend(t for t in by_task if t not in tasks)
+    intervals = intervals or {}
     with plt.rc_context(_STYLE):
-        fig, ax = plt.subplots(figsize=(PAGE_IN, 2.8), layout="constrained")
-        _grouped_bars(ax, deltas, intervals)
-        ax.axhline(0, color="black", linewidth=0.8)
-        ax.set_xlabel("task")
-        ax.set_ylabel("Δ score vs full context (points)")
-        ax.set_title("Effect of context compression per task (paired 95% intervals)")
-        ax.grid(axis="y", alpha=0.3)
-        ax.margins(y=0.15)
-        # beside the axes: long config labels must never hide a bar
-        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+        height = 0.5 + len(readers) * (0.35 + 0.17 * len(arms))
+        fig, axes = plt.subplots(len(readers), len(tasks), figsize=(PAGE_IN, height), sharey=True, sharex="col",
+                                 squeeze=False, layout="constrained")
+        ys = list(range(len(arms)))[::-1]  # the config's first compressor at the top
+        for r, reader in enumerate(readers):
+            for t, task in enumerate(tasks):
+                ax = axes[r][t]
+                ax.axvline(0, color="black", linewidth=0.8)
+                for arm, y in zip(arms, ys):
+                    value = deltas[reader].get(arm, {}).get(task, float("nan"))
+                    if value != value:
+                        ax.annotate("n/a", (0, y), xytext=(3, 0), textcoords="offset points", va="center", fontsize=6,
+                                    color="0.4")
+                        continue
+                    ci = intervals.get(reader, {}).get(arm, {}).get(task)
+                    solid = ci is not None and (ci[0] > 0 or ci[1] < 0)
+                    if ci is not None:
+                        ax.plot([ci[0], ci[1]], [y, y], color="C0", linewidth=1.2)
+                    ax.plot([value], [y], "o", color="C0", markersize=3.5, markerfacecolor="C0" if solid else "white")
+                ax.set_yticks(ys, arms)
+                ax.set_ylim(-0.7, len(arms) - 0.3)
+                ax.grid(axis="x", alpha=0.3)
+                if r == 0:
+                    ax.set_title(_two_lines(task, len(tasks)))
+                if t == 0:
+                    ax.set_ylabel(reader)
+        fig.supxlabel("Δ score vs full context (points); bar: paired 95% interval, filled: excludes 0")
         return _save(fig, path)
 
 
@@ -214,4 +214,4 @@ def plot_length_buckets(scores: Mapping[str, Mapping[str, float]], path: str | P
         return _save(fig, path)
 
 
-__all__ = ["plot_curve", "plot_delta_bars", "plot_length_buckets", "plot_position"]
+__all__ = ["plot_curve", "plot_delta_forest", "plot_length_buckets", "plot_position"]

@@ -12,10 +12,10 @@ from experiments.report.cells import Cell, RunData, load_run
 from experiments.report.tables import (
     Table,
     breakdown_table,
+    contrast_table,
     csv_text,
     efficiency_table,
     markdown_table,
-    contrast_table,
     position_contrasts,
     score_table,
 )
@@ -150,16 +150,15 @@ def _write_plots(run_dir: Path, cells: Sequence[Cell]) -> list[Path]:
     out = run_dir / "plots"
     out.mkdir(exist_ok=True)
     paths: list[Path] = []
-    deltas: dict[str, dict[str, float]] = defaultdict(dict)
-    intervals: dict[str, dict[str, tuple[float, float]]] = defaultdict(dict)
+    deltas: dict[str, dict[str, dict[str, float]]] = defaultdict(lambda: defaultdict(dict))
+    intervals: dict[str, dict[str, dict[str, tuple[float, float]]]] = defaultdict(lambda: defaultdict(dict))
     for c in cells:
         if not c.is_full and any(f.is_full and f.task == c.task and f.reader == c.reader for f in cells):
-            name = f"{c.reader} | {c.compressor}"
-            deltas[name][c.task] = c.delta_paired if c.delta_paired is not None else float("nan")
+            deltas[c.reader][c.compressor][c.task] = c.delta_paired if c.delta_paired is not None else float("nan")
             if c.delta_ci95 is not None:
-                intervals[name][c.task] = (c.delta_ci95[0], c.delta_ci95[1])
+                intervals[c.reader][c.compressor][c.task] = (c.delta_ci95[0], c.delta_ci95[1])
     if deltas:
-        paths += plots.plot_delta_bars(dict(deltas), out / "delta_vs_full.png", dict(intervals))
+        paths += plots.plot_delta_forest(deltas, out / "delta_vs_full.png", intervals)
     buckets = {f"{c.reader} | {c.compressor} | {c.task}": c.buckets for c in cells if len(c.buckets) > 1}
     if buckets:
         paths += plots.plot_length_buckets(buckets, out / "length_buckets.png")
