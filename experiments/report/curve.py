@@ -158,5 +158,6 @@ def write_curve(rows: Sequence[CurveRow], out_dir: Path, *, plots: bool = True) 
             task_rows = [r for r in rows if r.task == task]
             name = "curve.png" if len({r.task for r in rows}) == 1 else f"curve_{task}.png"
             paths += plot_curve(task_rows, out_dir / "plots" / name,
-                                saturation={rd: k for (t, rd), k in saturation(rows).items() if t == task})
+                                saturation={rd: k for (t, rd), k in saturation(rows).items() if t == task},
+                                title=f"{task}: retriever recall@k and reader accuracy@k")
     return paths

@@ -45,7 +45,8 @@ def _get(row: Any, name: str) -> Any:
     return row[name] if isinstance(row, Mapping) else getattr(row, name)
 
 
-def plot_curve(rows: Iterable[Any], path: str | Path, *, saturation: Mapping[str, int] | None = None) -> list[Path]:
+def plot_curve(rows: Iterable[Any], path: str | Path, *, saturation: Mapping[str, int] | None = None,
+               title: str = "Open-domain QA: recall vs reader accuracy") -> list[Path]:
     """Retriever recall@k (dashed) and each reader's accuracy@k (solid) against k, in percent, with 95% bands.
 
     ``rows`` are ``experiments.report.curve.CurveRow``; points without a value
@@ -85,7 +86,7 @@ def plot_curve(rows: Iterable[Any], path: str | Path, *, saturation: Mapping[str
         ax.set_xlabel("k (retrieved passages)")
         ax.set_ylabel("recall / accuracy (%)")
         ax.set_ylim(0, 100)
-        ax.set_title("Open-domain QA: recall vs reader accuracy")
+        ax.set_title(title)
         ax.grid(alpha=0.3)
         fig.legend(loc="outside lower center", ncol=1, frameon=False)
         return _save(fig, path)
@@ -98,6 +99,7 @@ def plot_position(
     closed_book: Mapping[str, float] | None = None,
     oracle: Mapping[str, float] | None = None,
     intervals: Mapping[str, Mapping[int, tuple[float, float]]] | None = None,
+    title: str = "Accuracy by gold document position",
 ) -> list[Path]:
     """Accuracy against 0-based gold position (the U-shape), closed-book and oracle as horizontal lines.
 
@@ -120,7 +122,9 @@ def plot_position(
                 xs_ci = [x for x in xs if x in ci]
                 lows = [100 * (by_pos[x] - ci[x][0]) for x in xs_ci]
                 highs = [100 * (ci[x][1] - by_pos[x]) for x in xs_ci]
-                ax.errorbar([x + 1 for x in xs_ci], [100 * by_pos[x] for x in xs_ci], yerr=[lows, highs],
+                # the bars of several readers are dodged sideways so they never hide one another
+                dodge = (i - (len(acc_by_position) - 1) / 2) * 0.012 * (max(xs) - min(xs) + 1)
+                ax.errorbar([x + 1 + dodge for x in xs_ci], [100 * by_pos[x] for x in xs_ci], yerr=[lows, highs],
                             fmt="none", ecolor=color, elinewidth=0.8, capsize=2)
             if closed_book and name in closed_book:
                 ax.axhline(100 * closed_book[name], color=color, linestyle=":", linewidth=1,
@@ -132,7 +136,7 @@ def plot_position(
         ax.set_xlabel("position of the document with the answer")
         ax.set_ylabel("accuracy (%)")
         ax.set_ylim(-2, 102)  # a fixed scale, so U-shapes of different readers and runs compare by eye
-        ax.set_title("Accuracy by gold document position")
+        ax.set_title(title)
         ax.grid(alpha=0.3)
         fig.legend(loc="outside lower center", ncol=1, frameon=False)
         return _save(fig, path)

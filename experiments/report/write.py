@@ -174,5 +174,6 @@ def _write_plots(run_dir: Path, cells: Sequence[Cell]) -> list[Path]:
             cis = {label: {int(k): (lo / 100, hi / 100) for k, (lo, hi) in c.by_position_ci.items() if k.lstrip("-").isdigit()}
                    for label, c in series.items()}
             paths += plots.plot_position(numeric, out / f"position_{task}.png", closed_book=closed or None,
-                                         oracle=oracle or None, intervals=cis)
+                                         oracle=oracle or None, intervals=cis,
+                                         title=f"{task}: accuracy by gold (or key) position")
     return [Path(p) for p in paths]
