@@ -529,11 +529,9 @@ class RayEncoderPool:
             submit()
 
     def close(self) -> None:
-        for actor in self.actors:
-            try:
-                self._ray.kill(actor, no_restart=True)
-            except Exception:  # already gone
-                pass
+        from experiments.run.ray_executor import kill_actors
+
+        kill_actors(self._ray, self.actors)
         self.actors = []
         if self._owns_ray and self._ray.is_initialized():
             self._ray.shutdown()

@@ -101,6 +101,15 @@ def connect(address: str | None, num_cpus: int | None = None) -> bool:
     return True  # joined by us: disconnect on close (the cluster itself keeps running)
 
 
+def kill_actors(ray: Any, actors: Sequence[Any]) -> None:
+    """Kill each actor for good (no restart); one already gone is no error."""
+    for actor in actors:
+        try:
+            ray.kill(actor, no_restart=True)
+        except Exception:  # already gone
+            pass
+
+
 class _ShippedWorker(Worker):
     """A worker whose examples come from the driver (through Ray's object store), never from files."""
 
@@ -308,11 +317,7 @@ class RayExecutor:
         self.pids[slot] = self._get_all([self.actors[slot].prepare.remote()])[0]
 
     def _close_actors(self) -> None:
-        for actor in self.actors:
-            try:
-                self._ray.kill(actor, no_restart=True)
-            except Exception:  # already gone
-                pass
+        kill_actors(self._ray, self.actors)
         self.actors = []
 
     def close(self) -> None:

@@ -165,10 +165,8 @@ def test_sharded_minilm_retrieval_gives_the_unsharded_hits(wiki, tmp_path):
     assert stamps(tmp_path / "emb") == before and again == sharded  # whole shards are reused, never rewritten
 
 
-def test_a_killed_sharded_retrieve_resumes_from_its_last_whole_shard(hashed, tmp_path):
-    folder = tmp_path / "emb"
-    args = ["retrieve", str(hashed[0]), str(hashed[1]), "-k", "5", "--retriever", COUNTING,
-            "--shards", str(folder), "--shard-size", "40", "--out", str(tmp_path / "killed.jsonl")]
+def kill_after_three_shards(args: list[str], folder: Path) -> dict:
+    """Run ``ctxcomp ARGS`` (a slowed encoder), SIGKILL it once three shards are on disk; the shards left."""
     proc = subprocess.Popen([sys.executable, "-m", "experiments.cli", *args, "--retriever-param", "delay_s=0.004"],
                             cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
@@ -178,7 +176,14 @@ def test_a_killed_sharded_retrieve_resumes_from_its_last_whole_shard(hashed, tmp
     assert proc.poll() is None, f"the encode ended before it could be killed: {proc.communicate()}"
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=30)
-    survivors = stamps(folder)
+    return stamps(folder)
+
+
+def test_a_killed_sharded_retrieve_resumes_from_its_last_whole_shard(hashed, tmp_path):
+    folder = tmp_path / "emb"
+    args = ["retrieve", str(hashed[0]), str(hashed[1]), "-k", "5", "--retriever", COUNTING,
+            "--shards", str(folder), "--shard-size", "40", "--out", str(tmp_path / "killed.jsonl")]
+    survivors = kill_after_three_shards(args, folder)
     assert 3 <= len(survivors) < 10 and not (tmp_path / "killed.jsonl").exists()
 
     resumed, _ = run_retrieve(hashed, tmp_path / "resumed.jsonl", "--retriever", COUNTING,
@@ -308,16 +313,7 @@ def test_a_killed_curve_encode_resumes_and_predicts_as_an_unsharded_run(tmp_path
     out, folder = tmp_path / "run", tmp_path / "emb"
     args = ["curve", "--litm", str(path), "--retriever", COUNTING, "--reader", "extractive", "--ks", "1,3",
             "--out", str(out), "--shards", str(folder), "--shard-size", "40"]
-    proc = subprocess.Popen([sys.executable, "-m", "experiments.cli", *args, "--retriever-param", "delay_s=0.004"],
-                            cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and proc.poll() is None and len(list(folder.glob("shard-*.npy"))) < 3:
-        time.sleep(0.005)
-    assert proc.poll() is None, f"the encode ended before it could be killed: {proc.communicate()}"
-    proc.send_signal(signal.SIGKILL)
-    proc.communicate(timeout=30)
-    survivors = stamps(folder)
+    survivors = kill_after_three_shards(args, folder)
     assert 3 <= len(survivors) < 10 and not (out / "predictions.jsonl").exists()
 
     res = cli.invoke(app, args + ["--retriever-param", "delay_s=0.004"])  # the same command again
