@@ -10,11 +10,7 @@ Ray cannot start they fail, they are not skipped.
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +27,7 @@ from experiments.protocols.retrieval import litm_corpus_and_queries
 from experiments.run.encode import MANIFEST, ShardStore, encode_corpus, shard_folder_name
 from indexes.vector import FaissIndex
 from tests.experiments.run.test_encode_shards import HashDense, corpus
+from tests.support.kill import kill_after_shards
 
 REPO = Path(__file__).resolve().parents[3]
 HERE = "tests.experiments.run.test_encode_cli"
@@ -167,15 +164,7 @@ def test_sharded_minilm_retrieval_gives_the_unsharded_hits(wiki, tmp_path):
 
 def kill_after_three_shards(args: list[str], folder: Path) -> dict:
     """Run ``ctxcomp ARGS`` (a slowed encoder), SIGKILL it once three shards are on disk; the shards left."""
-    proc = subprocess.Popen([sys.executable, "-m", "experiments.cli", *args, "--retriever-param", "delay_s=0.004"],
-                            cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and proc.poll() is None and len(list(folder.glob("shard-*.npy"))) < 3:
-        time.sleep(0.005)
-    assert proc.poll() is None, f"the encode ended before it could be killed: {proc.communicate()}"
-    proc.send_signal(signal.SIGKILL)
-    proc.communicate(timeout=30)
+    kill_after_shards([sys.executable, "-m", "experiments.cli", *args, "--retriever-param", "delay_s=0.004"], folder)
     return stamps(folder)
 
 

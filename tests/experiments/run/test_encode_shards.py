@@ -6,9 +6,6 @@ shard code and a test runs in milliseconds.
 """
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -21,6 +18,7 @@ from indexes.ground import UserError
 from indexes.types import Chunk
 from retrievers.dense import DenseRetriever
 from tests.support.fake_openai import hashed_embedding
+from tests.support.kill import kill_after_shards
 
 REPO = Path(__file__).resolve().parents[3]
 PLUGIN = "tests.experiments.run.test_encode_shards:HashDense"
@@ -80,14 +78,7 @@ def test_a_killed_encode_resumes_from_its_last_whole_shard(tmp_path):
               f"from tests.experiments.run.test_encode_shards import corpus\n"
               f"encode_corpus(corpus(400), {{'name': {PLUGIN!r}, 'params': {{'delay_s': 0.004}}}}, {str(folder)!r}, "
               f"shard_size=40)\n")
-    proc = subprocess.Popen([sys.executable, "-c", script], cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and proc.poll() is None and len(list(folder.glob("shard-*.npy"))) < 3:
-        time.sleep(0.005)
-    assert proc.poll() is None, f"the encode ended before it could be killed: {proc.communicate()}"
-    proc.send_signal(signal.SIGKILL)
-    proc.communicate(timeout=30)
+    kill_after_shards([sys.executable, "-c", script], folder)
 
     survivors = sorted(folder.glob("shard-*.npy"))
     assert 3 <= len(survivors) < 10
