@@ -325,7 +325,7 @@ class ShardPlan:
         ``--ray-address`` that is malformed or does not answer."""
         if self.executor != "ray":
             return
-        from experiments.run.ray_executor import check_address, import_ray
+        from experiments.run.ray_cluster import check_address, import_ray
 
         import_ray()
         if self.address is not None:
@@ -479,7 +479,7 @@ class RayEncoderPool:
     def __init__(self, retriever: Any, *, address: str | None = None, workers: int | None = None,
                  cpus_per_worker: float = 1.0, gpus_per_worker: float | None = 0.0, max_restarts: int = 2,
                  depth: int = 2) -> None:
-        from experiments.run.ray_executor import FORWARDED_ENV, connect, import_ray
+        from experiments.run.ray_cluster import FORWARDED_ENV, connect, import_ray
 
         self._ray = ray = import_ray()
         self._owns_ray = connect(address, workers)
@@ -529,7 +529,7 @@ class RayEncoderPool:
             submit()
 
     def close(self) -> None:
-        from experiments.run.ray_executor import kill_actors
+        from experiments.run.ray_cluster import kill_actors
 
         kill_actors(self._ray, self.actors)
         self.actors = []
