@@ -1,4 +1,4 @@
-"""The shipped study configs run end to end (a small slice, the extractive reader), and a re-run rewrites
+"""The shipped study and ablation configs run end to end (a small slice, the extractive reader), and a re-run rewrites
 identical tables from cached generations."""
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def _run(cfg: dict, out: Path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["study_cpu.yaml", "study_curve.yaml"])
+@pytest.mark.parametrize("name", ["study_cpu.yaml", "study_curve.yaml", "retrievers_ablation.yaml"])
 def test_study_config_runs_end_to_end_and_reruns_identically(name, shared_data, tmp_path):
     cfg = _slice(name, shared_data, limit=2)
     out = tmp_path / "study"
