@@ -251,14 +251,21 @@ def test_the_cli_names_a_bad_address_in_one_line(tmp_path):
         assert not (tmp_path / "run").exists()  # nothing was written
 
 
-def test_a_bad_reader_parameter_in_a_worker_is_one_user_error_before_any_unit(tmp_path, executor):
-    # a list-valued parameter is a grid axis; a list of one list is one value (see the report on base_urls)
-    bad = {**GRID, "readers": [{"name": "openai", "params": {"model": "m", "base_urls": [["http://127.0.0.1:9/v1",
-                                                                                          "ftp://10.0.0.1/v1"]]}}]}
-    runner = Runner.create(parse_config(bad), tmp_path / "run", progress=False, executor=executor)
+def test_a_bad_reader_parameter_is_refused_by_the_driver_before_anything_is_written(tmp_path, executor):
+    bad = {**GRID, "readers": [{"name": "openai", "params": {"model": "m", "base_urls": ["http://127.0.0.1:9/v1",
+                                                                                         "ftp://10.0.0.1/v1"]}}]}
+    with pytest.raises(ParamError) as err:
+        Runner.create(parse_config(bad), tmp_path / "run", progress=False, executor=executor)
+    assert str(err.value) == "openai: 'ftp://10.0.0.1/v1' in base_urls is not an http:// or https:// URL"
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_parameter_error_raised_in_a_worker_is_one_user_error_before_any_unit(tmp_path, executor):
+    cfg = {**GRID, "compressors": ["tests.experiments.run.test_ray_executor:WorkerOnlyParamCompressor"]}
+    runner = Runner.create(parse_config(cfg), tmp_path / "run", progress=False, executor=executor)
     with pytest.raises(ParamError) as err:
         runner.run()
-    assert str(err.value) == "openai: 'ftp://10.0.0.1/v1' in base_urls is not an http:// or https:// URL"
+    assert str(err.value) == "worker-only: index file 'missing.idx' does not exist on this machine"
     assert not (tmp_path / "run" / "predictions.jsonl").exists()
 
 
@@ -278,3 +285,13 @@ class BuggyCompressor(Compressor):
         if item.id[-1] in "6789":
             return 1 / 0
         return CompressedContext(text=item.context, tokens_in=1, tokens_out=1)
+
+
+class WorkerOnlyParamCompressor(Compressor):
+    """A plugin whose setup passes the driver's checks but fails where it runs (a file only a worker lacks)."""
+
+    def __init__(self, **params):
+        raise ParamError("worker-only: index file 'missing.idx' does not exist on this machine")
+
+    def compress(self, item):  # never reached
+        raise AssertionError(item)
