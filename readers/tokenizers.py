@@ -61,7 +61,12 @@ class HFTokenizer:
             from transformers import AutoTokenizer
 
             self.name = str(name_or_path)
-            self.hf = AutoTokenizer.from_pretrained(self.name, **kwargs)
+            try:
+                self.hf = AutoTokenizer.from_pretrained(self.name, **kwargs)
+            except OSError as err:  # no network, a gated repo, a typo: the user's to fix, not a bug
+                first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+                raise ParamError(f"cannot load the tokenizer {self.name!r}: {first} (give a local folder, or "
+                                 f"download it first on a machine with network)") from err
         else:
             self.hf = name_or_path
             self.name = getattr(name_or_path, "name_or_path", type(name_or_path).__name__)

@@ -83,6 +83,8 @@ def test_tokenizer_specs_and_helpers():
     assert load_tokenizer(ws) is ws
     with pytest.raises(ParamError):
         load_tokenizer(42)
+    with pytest.raises(ParamError, match=r"cannot load the tokenizer '/nonexistent/tokenizer-folder': "):
+        load_tokenizer("/nonexistent/tokenizer-folder")  # a path that is neither a folder nor a reachable hub id
     assert prompt_budget(100, 30) == 70
     with pytest.raises(ParamError, match="no room"):
         prompt_budget(10, 10)
