@@ -20,7 +20,7 @@ from typing import Any
 
 from experiments.data.store import record_key, write_atomic
 from experiments.report.cells import RunData
-from experiments.report.stats import format_delta, mean_interval, paired_delta
+from experiments.report.stats import format_delta, format_p, mean_interval, paired_delta
 
 CSV_COLUMNS = ("task", "reader", "k", "recall", "recall_ci_lo", "recall_ci_hi", "accuracy", "ci_lo", "ci_hi", "n",
                "failed", "note")
@@ -107,7 +107,7 @@ def curve_contrasts(data: RunData) -> tuple[list[str], list[list[str]]]:
     changed what the retriever found and what the reader got right.
     """
     groups, _ = _curve_groups(data)
-    header = ["task", "reader", "k", "recall change", "accuracy change", "n"]
+    header = ["task", "reader", "k", "recall change", "p (recall)", "accuracy change", "p (accuracy)", "n"]
     body = []
     for task, reader in dict.fromkeys((t, rd) for t, rd, _ in sorted(groups)):
         ks = sorted(k for t, rd, k in groups if (t, rd) == (task, reader))
@@ -121,7 +121,8 @@ def curve_contrasts(data: RunData) -> tuple[list[str], list[list[str]]]:
         found = lambda r: 1.0 if r.get("answer_in_context") else 0.0  # noqa: E731
         recall = paired_delta([found(lo[i]) for i in ids], [found(hi[i]) for i in ids])
         accuracy = paired_delta([float(lo[i]["score"]) for i in ids], [float(hi[i]["score"]) for i in ids])
-        body.append([task, reader, f"{ks[-1]} vs {ks[0]}", format_delta(recall), format_delta(accuracy), str(len(ids))])
+        body.append([task, reader, f"{ks[-1]} vs {ks[0]}", format_delta(recall), format_p(recall), format_delta(accuracy),
+                     format_p(accuracy), str(len(ids))])
     return header, body
 
 

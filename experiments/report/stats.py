@@ -143,6 +143,14 @@ def paired_delta(a: Sequence[float], b: Sequence[float], *, strata: Sequence[str
     return PairedDelta(round(100 * point, 2), round(100 * lo, 2), round(100 * hi, 2), round(p, 4), len(d))
 
 
+def format_p(pd: PairedDelta | None) -> str:
+    """The sign-flip p-value beside an interval: at small n with 0/1 scores the percentile bootstrap can
+    exclude 0 where the exact test does not (4 of 16 questions flipping one way: p = 0.125), so both are shown."""
+    if pd is None or pd.n < MIN_PAIRS or pd.p_value != pd.p_value:
+        return ""
+    return f"{pd.p_value:.3f}"
+
+
 def format_delta(pd: PairedDelta | None) -> str:
     """``+4.80 [+1.20, +8.50]*`` (the star marks an interval that excludes 0)."""
     if pd is None or pd.n == 0 or pd.delta != pd.delta:

@@ -13,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from experiments.report.cells import Cell, paired_vs, pos_order
-from experiments.report.stats import MIN_PAIRS, PairedDelta, format_delta
+from experiments.report.stats import MIN_PAIRS, PairedDelta, format_delta, format_p
 from experiments.scoring.registry import LONGBENCH_E_BUCKETS
 
 Table = tuple[list[str], list[list[str]]]
@@ -141,7 +141,7 @@ def contrast_table(cells: Sequence[Cell], items: dict[tuple[str, str], dict[str,
     """Planned contrasts: ``arm - against`` per reader, on each task both rows scored and on their average,
     paired on the example, with 95% intervals; and a note for each contrast naming a row that is not there."""
     tasks = task_columns(cells)
-    header = ["reader", "contrast", *tasks, "avg", "tasks", "n"]
+    header = ["reader", "contrast", *tasks, "avg", "p (avg)", "tasks", "n"]
     labels = sorted({c.compressor for c in cells})
     body, notes = [], []
     for con in contrasts:
@@ -159,8 +159,9 @@ def contrast_table(cells: Sequence[Cell], items: dict[tuple[str, str], dict[str,
             if not pairs:
                 continue
             avg = paired_over_tasks(pairs, items) if len(pairs) > 1 else None
+            overall = avg if avg is not None else per_task[pairs[0][0].task]
             row = [reader, f"{arm} - {against}", *(_fmt_delta(per_task.get(t)) for t in tasks), _fmt_delta(avg),
-                   str(len(pairs)), str(sum(pd.n for pd in per_task.values()))]
+                   format_p(overall), str(len(pairs)), str(sum(pd.n for pd in per_task.values()))]
             body.append(row)
     keep = [i for i in range(len(header)) if not 2 <= i < 2 + len(tasks) or any(row[i] for row in body)]
     return ([header[i] for i in keep], [[row[i] for i in keep] for row in body]), notes
@@ -219,7 +220,8 @@ _SWEPT = re.compile(r"@(?:gold|key)(\d+)$")
 def position_contrasts(cells: Sequence[Cell], items: dict[tuple[str, str], dict[str, float]]) -> Table:
     """First and last position against the middle one, paired on the question (each question is asked
     at every position of a sweep), with 95% intervals: what a U-shape or a recency bias needs to show."""
-    header = ["task", "reader", "compressor", "positions", "first - middle", "last - middle", "n"]
+    header = ["task", "reader", "compressor", "positions", "first - middle", "p (first)", "last - middle", "p (last)",
+              "n"]
     body = []
     for c in cells:
         positions = sorted((int(k) for k in c.by_position if k.lstrip("-").isdigit()))
@@ -234,7 +236,8 @@ def position_contrasts(cells: Sequence[Cell], items: dict[tuple[str, str], dict[
         a = paired_vs(by_pos.get(middle, {}), by_pos.get(first, {}))
         b = paired_vs(by_pos.get(middle, {}), by_pos.get(last, {}))
         body.append([c.task, c.reader, c.compressor, f"{first} / {middle} / {last}",
-                     format_delta(a) or f"{a.delta:+.2f}", format_delta(b) or f"{b.delta:+.2f}", str(min(a.n, b.n))])
+                     format_delta(a) or f"{a.delta:+.2f}", format_p(a), format_delta(b) or f"{b.delta:+.2f}",
+                     format_p(b), str(min(a.n, b.n))])
     return header, body
 
 

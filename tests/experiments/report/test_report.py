@@ -59,6 +59,17 @@ def test_paired_interval_agrees_with_scipy_bootstrap_and_an_exact_sign_flip_test
     assert paired_delta(np.zeros(12), d).p_value == pytest.approx(exact, abs=0.015)
 
 
+def test_at_small_n_the_p_value_is_shown_beside_an_interval_that_claims_more():
+    from experiments.report.stats import format_delta, format_p
+
+    # 4 of 16 questions right at the last position and wrong in the middle, none the other way (a LITM sweep):
+    # the percentile bootstrap excludes 0, the exact sign-flip test gives 2 / 2^4 = 0.125
+    pd = paired_delta(np.zeros(16), np.array([1.0] * 4 + [0.0] * 12))
+    assert format_delta(pd).endswith("*") and pd.lo > 0
+    assert float(format_p(pd)) == pytest.approx(0.125, abs=0.01)
+    assert format_p(paired_delta(np.zeros(4), np.ones(4))) == ""  # below 5 pairs, no test
+
+
 def test_cells_with_enough_pairs_carry_interval_n_and_p_value():
     preds = [rec("hotpotqa", str(i), "full", "F", float(i % 2)) for i in range(40)]
     preds += [rec("hotpotqa", str(i), "retrieval", "R", 1.0 if i % 4 else 0.0) for i in range(40)]
@@ -187,9 +198,10 @@ def test_planned_contrasts_pair_two_compressed_rows_per_task_and_over_tasks():
     for p in preds:
         items.setdefault((p["task"], p["config_hash"]), {})[p["id"]] = p["score"]
     (header, body), notes = contrast_table(cells, items, [{"arm": "b", "against": "a"}])
-    assert header == ["reader", "contrast", "t1", "t2", "avg", "tasks", "n"] and notes == []
+    assert header == ["reader", "contrast", "t1", "t2", "avg", "p (avg)", "tasks", "n"] and notes == []
     row = body[0]
     by_hand = [paired_delta([items[(t, "A")][f"e{i}"] for i in range(12)], [items[(t, "B")][f"e{i}"] for i in range(12)])
                for t in ("t1", "t2")]
     assert row[2].startswith(f"{by_hand[0].delta:+.2f} [{by_hand[0].lo:+.2f}, {by_hand[0].hi:+.2f}]")
-    assert row[4].startswith(f"{(by_hand[0].delta + by_hand[1].delta) / 2:+.2f}") and row[5:] == ["2", "24"]
+    assert row[4].startswith(f"{(by_hand[0].delta + by_hand[1].delta) / 2:+.2f}") and row[6:] == ["2", "24"]
+    assert 0 < float(row[5]) <= 1  # the sign-flip p-value of the average, shown beside its interval
