@@ -92,7 +92,10 @@ def test_ctrl_c_keeps_the_run_releases_the_lock_and_says_how_to_resume(tmp_path)
     from tests.support.fake_openai import FakeOpenAIServer
 
     with FakeOpenAIServer(service_time_s=0.3, max_concurrency=1) as server:
-        cfg = {**CONFIG, "compressors": ["full"], "batch_size": 1,
+        # 20 questions at 0.3 s each: ~6 s of run left after the first line, so a loaded machine still
+        # delivers the interrupt mid-run
+        tasks = [{"name": "nq_multidoc", "synthetic": {"kind": "multidoc_qa", "n": 20, "num_docs": 3, "words_per_doc": 30}}]
+        cfg = {**CONFIG, "tasks": tasks, "compressors": ["full"], "batch_size": 1,
                "readers": [{"name": "openai", "params": {"model": "m", "base_url": server.base_url, "concurrency": 1}}]}
         path = tmp_path / "c.yaml"
         path.write_text(yaml.safe_dump(cfg))
@@ -110,7 +113,7 @@ def test_ctrl_c_keeps_the_run_releases_the_lock_and_says_how_to_resume(tmp_path)
     assert f"ctxcomp run --resume {tmp_path / 'r'}" in err and "Traceback" not in err
     assert not (tmp_path / "r" / ".lock").exists()
     kept = [json.loads(line) for line in preds.read_text().splitlines()]  # whole lines only
-    assert 1 <= len(kept) < 4
+    assert 1 <= len(kept) < 20
 
 
 def test_show_prints_one_example(tmp_path):
