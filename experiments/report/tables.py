@@ -235,6 +235,8 @@ def position_contrasts(cells: Sequence[Cell], items: dict[tuple[str, str], dict[
         first, middle, last = positions[0], positions[len(positions) // 2], positions[-1]
         a = paired_vs(by_pos.get(middle, {}), by_pos.get(first, {}))
         b = paired_vs(by_pos.get(middle, {}), by_pos.get(last, {}))
+        if min(a.n, b.n) == 0:  # positions spread over different questions (no sweep): nothing to pair
+            continue
         body.append([c.task, c.reader, c.compressor, f"{first} / {middle} / {last}",
                      format_delta(a) or f"{a.delta:+.2f}", format_p(a), format_delta(b) or f"{b.delta:+.2f}",
                      format_p(b), str(min(a.n, b.n))])

@@ -205,3 +205,24 @@ def test_planned_contrasts_pair_two_compressed_rows_per_task_and_over_tasks():
     assert row[2].startswith(f"{by_hand[0].delta:+.2f} [{by_hand[0].lo:+.2f}, {by_hand[0].hi:+.2f}]")
     assert row[4].startswith(f"{(by_hand[0].delta + by_hand[1].delta) / 2:+.2f}") and row[6:] == ["2", "24"]
     assert 0 < float(row[5]) <= 1  # the sign-flip p-value of the average, shown beside its interval
+
+
+def test_position_contrasts_pair_a_sweep_and_skip_positions_spread_over_different_questions():
+    from experiments.report.tables import position_contrasts
+
+    preds = []
+    for q in range(8):  # a sweep: every question asked with the gold at 0, 4 and 9; right only when last
+        for pos in (0, 4, 9):
+            preds.append(rec("sweep", f"q{q}@gold{pos}", "full", "F", 1.0 if pos == 9 and q < 6 else 0.0,
+                             meta={"gold_position": pos}))
+    for q in range(9):  # no sweep: each question has its own gold position (the quickstart's synthetic data)
+        preds.append(rec("spread", f"s{q}", "full", "F", float(q % 2), meta={"gold_position": q % 3 * 4}))
+    cells = compute_cells(preds, [])
+    items = {}
+    for p in preds:
+        items.setdefault((p["task"], p["config_hash"]), {})[p["id"]] = p["score"]
+    header, body = position_contrasts(cells, items)
+    assert [row[0] for row in body] == ["sweep"]  # never a row of NaN for the spread task
+    row = dict(zip(header, body[0]))
+    assert row["positions"] == "0 / 4 / 9" and row["n"] == "8" and row["first - middle"].startswith("+0.00")
+    assert row["last - middle"].startswith("+75.00") and float(row["p (last)"]) == pytest.approx(2 / 64, abs=0.01)
