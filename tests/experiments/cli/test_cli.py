@@ -88,6 +88,14 @@ def test_user_errors_are_one_line_and_bugs_keep_their_traceback(tmp_path):
     assert len((tmp_path / "r2" / "predictions.jsonl").read_text().splitlines()) == 4  # what was done is kept
 
 
+def _sigint_as_in_a_terminal() -> None:
+    """A child inherits its parent thread's signal mask and ignored signals across exec; in a full pytest-xdist
+    run something in the worker had SIGINT blocked, so the child never saw Ctrl-C and ran to the end (rc 0).
+    Give the child the SIGINT a user's shell would."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_keeps_the_run_releases_the_lock_and_says_how_to_resume(tmp_path):
     from tests.support.fake_openai import FakeOpenAIServer
 
@@ -102,14 +110,15 @@ def test_ctrl_c_keeps_the_run_releases_the_lock_and_says_how_to_resume(tmp_path)
         env = {**os.environ, "CTXCOMP_NO_PROGRESS": "1", "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO),
                "CTXCOMP_CACHE_DIR": str(tmp_path / "cache")}
         proc = subprocess.Popen([sys.executable, "-m", "experiments.cli", "run", str(path), "--out", str(tmp_path / "r")],
-                                cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=_sigint_as_in_a_terminal)
         preds = tmp_path / "r" / "predictions.jsonl"
         deadline = time.monotonic() + 60
         while (not preds.exists() or not preds.read_text()) and time.monotonic() < deadline:
             time.sleep(0.05)
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, err
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, (out, err)
     assert f"ctxcomp run --resume {tmp_path / 'r'}" in err and "Traceback" not in err
     assert not (tmp_path / "r" / ".lock").exists()
     kept = [json.loads(line) for line in preds.read_text().splitlines()]  # whole lines only
