@@ -44,9 +44,10 @@ def run(
             runner = Runner.resume(resume, executor=pool)
         else:
             run_dir = out or Path(cfg.output_dir or f"runs/{cfg.name}")
-            if not dry_run and (run_dir / "config.yaml").is_file():
-                typer.echo(f"{run_dir} holds a run of this config; continuing it", err=True)
+            existing = (run_dir / "config.yaml").is_file()
             runner = Runner(cfg, run_dir) if dry_run else open_run(cfg, run_dir, executor=pool)
+            if existing and not dry_run:  # said only once open_run found the same config there
+                typer.echo(f"{run_dir} holds a run of this config; continuing it", err=True)
     except BaseException:
         if pool is not None:
             pool.close()

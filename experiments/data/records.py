@@ -1,6 +1,7 @@
 """The example record every loader produces and every later stage reads, and how multi-document contexts render."""
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -38,3 +39,18 @@ def render_litm_documents(passages: Iterable[Passage]) -> str:
 def render_litm_kv(pairs: Iterable[str]) -> str:
     """Key-value pairs (each ``"key": "value"``) as Lost in the Middle renders its JSON object."""
     return "{" + ",\n ".join(pairs) + "}"
+
+
+_SWEPT_ID = re.compile(r"@(?:gold|key)(\d+)$")
+
+
+def swept_id(base_id: str, kind: str, position: int) -> str:
+    """The id of ``base_id`` asked with its gold document (``kind="gold"``) or key (``"key"``) at ``position``:
+    one convention, so the report can pair the positions of one question."""
+    return f"{base_id}@{kind}{position}"
+
+
+def split_swept_id(example_id: str) -> tuple[str, int] | None:
+    """``("q7", 4)`` for ``"q7@gold4"`` or ``"q7@key4"``; ``None`` for an id no sweep made."""
+    m = _SWEPT_ID.search(example_id)
+    return (example_id[: m.start()], int(m.group(1))) if m else None

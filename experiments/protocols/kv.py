@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import Any, Sequence
 
 from experiments.data.loaders import litm_kv_example
-from experiments.data.records import Example
+from experiments.data.records import Example, swept_id
 from indexes.ground import UserError
 
 
@@ -65,7 +65,7 @@ def with_key_at(example: Example, position: int) -> Example:
     if not records:
         raise UserError(f"example {example.id!r} has no ordered_kv_records; is it a key-value example?")
     moved = kv_example(move_key(litm_kv_record(records, example.query), position),
-                       f"{example.id}@key{position}", example.source)
+                       swept_id(example.id, "key", position), example.source)
     return replace(moved, meta={**example.meta, **moved.meta, "key_position": position, "num_keys": len(records)})
 
 

@@ -15,7 +15,7 @@ import random
 from dataclasses import replace
 from typing import Any, Iterable, Sequence
 
-from experiments.data.records import Example, render_litm_documents
+from experiments.data.records import Example, render_litm_documents, swept_id
 from experiments.protocols.corpus import PassageIndex
 from indexes.ground import UserError
 from indexes.text import has_answer
@@ -66,7 +66,7 @@ def with_gold_at(example: Example, position: int, num_docs: int) -> Example:
         )
     docs = others[: num_docs - 1]
     docs.insert(position, gold)
-    return _with_passages(example, docs, f"@gold{position}", protocol="gold_position",
+    return _with_passages(example, docs, swept_id("", "gold", position), protocol="gold_position",
                           gold_position=position, num_docs=num_docs)
 
 

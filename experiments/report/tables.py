@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import csv
 import io
-import re
 import statistics
 from collections import defaultdict
 from collections.abc import Sequence
 
+from experiments.data.records import split_swept_id
 from experiments.report.cells import Cell, paired_vs, pos_order
 from experiments.report.stats import MIN_PAIRS, PairedDelta, format_delta, format_p
 from experiments.scoring.registry import LONGBENCH_E_BUCKETS
@@ -214,9 +214,6 @@ def breakdown_table(cells: Sequence[Cell], attr: str) -> Table:
     return header, body
 
 
-_SWEPT = re.compile(r"@(?:gold|key)(\d+)$")
-
-
 def position_contrasts(cells: Sequence[Cell], items: dict[tuple[str, str], dict[str, float]]) -> Table:
     """First and last position against the middle one, paired on the question (each question is asked
     at every position of a sweep), with 95% intervals: what a U-shape or a recency bias needs to show."""
@@ -229,9 +226,9 @@ def position_contrasts(cells: Sequence[Cell], items: dict[tuple[str, str], dict[
             continue
         by_pos: dict[int, dict[str, float]] = {}
         for ex_id, score in items.get((c.task, c.config_hash), {}).items():
-            m = _SWEPT.search(ex_id)
-            if m:
-                by_pos.setdefault(int(m.group(1)), {})[ex_id[: m.start()]] = score
+            if (swept := split_swept_id(ex_id)) is not None:
+                question, position = swept
+                by_pos.setdefault(position, {})[question] = score
         first, middle, last = positions[0], positions[len(positions) // 2], positions[-1]
         a = paired_vs(by_pos.get(middle, {}), by_pos.get(first, {}))
         b = paired_vs(by_pos.get(middle, {}), by_pos.get(last, {}))
