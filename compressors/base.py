@@ -5,7 +5,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, Sequence
 
-from indexes.ground import Nested
+from core.checks import Nested
 from indexes.types import Passage
 from readers.base import Tokenizer
 

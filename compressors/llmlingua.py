@@ -35,8 +35,10 @@ from typing import Any
 
 from compressors.base import CompressedContext, Compressible, CompressionError, Compressor
 from compressors.retrieval import split_context
+from core.checks import Nested
+from core.errors import ParamError, UserError
+from core.registry import ComponentSpec, SpecLike
 from indexes.chunking import CHUNKERS, make_chunker
-from indexes.ground import ComponentSpec, Nested, ParamError, SpecLike, UserError
 from readers.base import Tokenizer
 
 REQUIREMENT = "llmlingua==0.2.2"  # the adapter below leans on this version's internals
@@ -196,7 +198,7 @@ class LLMLinguaCompressor(Compressor):
 
     def _prompt_compressor(self) -> Any:
         if self._compressor is None:
-            from readers.hf import resolve_device
+            from core.devices import resolve_device
 
             if self.model is None:
                 from readers.smollm2 import converted_dir

@@ -5,7 +5,7 @@ Construction rule (one rule for every compressor): the runner injects
 units) and ``reader`` (for compressors that call a model, e.g. ``summarize``);
 each goes only to classes whose ``__init__`` declares it.  Every other keyword
 must be a parameter the class declares, checked with nested sections before
-anything is built (``indexes.ground.check_params``).
+anything is built (``core.checks.check_params``).
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import inspect
 from typing import Any
 
 from compressors.base import Compressor
-from indexes.ground import ComponentSpec, Registry
+from core.registry import ComponentSpec, Registry
 from readers.base import Reader, Tokenizer
 
 COMPRESSORS: Registry[Compressor] = Registry("compressors", Compressor)

@@ -16,8 +16,10 @@ from dataclasses import replace
 from typing import Any, Literal
 
 from compressors.base import CompressedContext, Compressible, CompressionError, Compressor
+from core.checks import Nested
+from core.errors import ParamError
+from core.registry import ComponentSpec, SpecLike
 from indexes.chunking import CHUNKERS, make_chunker
-from indexes.ground import ComponentSpec, Nested, ParamError, SpecLike
 from indexes.types import Chunk, Passage, make_chunk_id
 from readers.base import Tokenizer
 from retrievers.base import Hit, Retriever

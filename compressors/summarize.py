@@ -20,8 +20,11 @@ from typing import Sequence
 
 from compressors.base import CompressedContext, Compressible, CompressionError, Compressor
 from compressors.retrieval import split_context
+from core.checks import Nested
+from core.errors import ParamError
+from core.registry import ComponentSpec, SpecLike
+from core.text import count_words, word_pieces
 from indexes.chunking import CHUNKERS, make_chunker
-from indexes.ground import ComponentSpec, Nested, ParamError, SpecLike, count_words, word_pieces
 from indexes.types import Chunk
 from readers.base import Generation, GenerationRequest, Reader, Tokenizer
 from readers.registry import READERS, make_reader

@@ -8,7 +8,7 @@ fixed.  The trace keeps the whole ranking with its scores.
 from __future__ import annotations
 
 from compressors.base import CompressedContext, Compressible, CompressionError, Compressor
-from indexes.ground import ParamError
+from core.errors import ParamError
 from readers.base import Tokenizer
 
 

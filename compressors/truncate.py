@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Literal
 
 from compressors.base import CompressedContext, Compressible, Compressor
-from indexes.ground import ParamError
+from core.errors import ParamError
 from readers.base import Tokenizer
 from readers.truncation import truncate_text
 

@@ -7,16 +7,12 @@ raw float32 bytes (no pickle).
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
-
-def default_cache_root() -> Path:
-    """``$CTXCOMP_CACHE_DIR`` or ``~/.cache/ctxcomp`` (read at call time, not import time)."""
-    return Path(os.environ.get("CTXCOMP_CACHE_DIR") or Path.home() / ".cache" / "ctxcomp")
+from core.paths import cache_root
 
 
 def text_key(model_id: str, text: str) -> str:
@@ -30,7 +26,7 @@ class EmbeddingCache:
     def __init__(self, directory: str | Path | None = None) -> None:
         import diskcache
 
-        self.directory = Path(directory) if directory is not None else default_cache_root() / "embeddings"
+        self.directory = Path(directory) if directory is not None else cache_root() / "embeddings"
         self.directory.mkdir(parents=True, exist_ok=True)
         self._store = diskcache.Cache(str(self.directory))
         self.hits = 0
@@ -75,7 +71,7 @@ _shared: dict[Path, EmbeddingCache] = {}
 
 def shared_embedding_cache() -> EmbeddingCache:
     """One cache object per cache directory, shared by every dense retriever of the process."""
-    directory = default_cache_root() / "embeddings"
+    directory = cache_root() / "embeddings"
     if directory not in _shared:
         _shared[directory] = EmbeddingCache(directory)
     return _shared[directory]

@@ -12,7 +12,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from indexes.ground import ComponentSpec, ParamError, Registry, UserError, count_words, word_spans
+from core.errors import ParamError, UserError
+from core.registry import ComponentSpec, Registry
+from core.text import count_words, word_spans
 from indexes.types import Chunk, Chunker, Passage, make_chunk_id
 
 CHUNKERS: Registry[Any] = Registry("chunkers")

@@ -7,7 +7,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, Sequence, runtime_checkable
 
-from indexes.ground import UserError
+from core.errors import UserError
 
 TruncationPolicy = Literal["middle", "left", "right", "none"]
 

@@ -16,12 +16,8 @@ import time
 from pathlib import Path
 from typing import Sequence
 
+from core.paths import cache_root
 from readers.base import Generation, GenerationRequest, Reader, Tokenizer, TruncationPolicy
-
-
-def cache_root() -> Path:
-    """``$CTXCOMP_CACHE_DIR`` or ``~/.cache/ctxcomp``."""
-    return Path(os.environ.get("CTXCOMP_CACHE_DIR") or Path.home() / ".cache" / "ctxcomp")
 
 
 def generation_key(identity: str, req: GenerationRequest) -> str:

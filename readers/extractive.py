@@ -119,7 +119,7 @@ class ExtractiveReader(Reader):
 
     def __init__(self, question_markers: Sequence[str] = DEFAULT_MARKERS) -> None:
         if not question_markers:
-            from indexes.ground import ParamError
+            from core.errors import ParamError
 
             raise ParamError("extractive: question_markers must name at least one marker")
         self.question_markers = tuple(question_markers)

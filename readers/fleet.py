@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import urlsplit
 
-from indexes.ground import ParamError
+from core.errors import ParamError
 
 log = logging.getLogger(__name__)
 

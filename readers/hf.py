@@ -18,21 +18,14 @@ import logging
 import time
 from typing import Any, Callable, Sequence
 
-from indexes.ground import ParamError
+from core.devices import resolve_device
+from core.errors import ParamError
 from readers.base import Generation, GenerationRequest, Reader, ReaderError, TruncationPolicy
 from readers.tokenizers import HFTokenizer
 from readers.truncation import check_policy, cut_at_stop, prompt_budget, truncate_ids, truncate_text
 
 log = logging.getLogger(__name__)
 _CONTEXT_FIELDS = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length", "n_ctx")
-
-
-def resolve_device(device: str) -> str:
-    if device != "auto":
-        return device
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def resolve_dtype(dtype: Any, device: str) -> Any:

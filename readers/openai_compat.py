@@ -1,7 +1,7 @@
 """A reader for any OpenAI-compatible HTTP server: OpenAI itself, vLLM, llama.cpp's server, TGI, ...
 
 Built on httpx rather than the ``openai`` client so retries are fully ours,
-through the project's one ``indexes.ground.RetryPolicy``: exponential backoff
+through the project's one ``core.retry.RetryPolicy``: exponential backoff
 with full jitter on 429 (``retry-after-ms`` / ``Retry-After`` in seconds or as
 an HTTP date, obeyed up to ``retry_after_max_s``), 408/409, 5xx, timeouts,
 connection errors, malformed JSON and empty ``choices``.  After the last try
@@ -40,7 +40,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal, Sequence
 
-from indexes.ground import ParamError, RetryPolicy, Transient, TransientError, UserError, parse_retry_after
+from core.errors import ParamError, TransientError, UserError
+from core.retry import RetryPolicy, Transient, parse_retry_after
 from readers.base import Generation, GenerationRequest, Reader, Tokenizer, TruncationPolicy
 from readers.fleet import Fleet, Server, check_urls
 from readers.tokenizers import TiktokenTokenizer, WordTokenizer, load_tokenizer

@@ -1,13 +1,13 @@
 """Reader names: short names, entry points ``ctxcomp.readers``, or ``pkg.mod:Class`` paths.
 
-The registry is the project's one generic ``indexes.ground.Registry`` (the
-ground module every floor may import).
+The registry is the project's one generic ``core.registry.Registry`` (the
+ground every floor may import).
 """
 from __future__ import annotations
 
 from typing import Any
 
-from indexes.ground import ComponentSpec, Registry
+from core.registry import ComponentSpec, Registry
 from readers.base import Reader
 
 READERS: Registry[Reader] = Registry("readers", Reader)

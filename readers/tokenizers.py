@@ -11,14 +11,15 @@ import os
 import threading
 from typing import Any, Sequence
 
-from indexes.ground import ParamError, word_pieces
+from core.errors import ParamError
+from core.text import word_pieces
 
 
 class WordTokenizer:
     """LongBench words as tokens: the counting rule of every reader without a model tokenizer.
 
     A token is one word (a run of word characters, or one CJK ideograph) with
-    the spaces and punctuation that follow it (``indexes.ground.word_pieces``),
+    the spaces and punctuation that follow it (``core.text.word_pieces``),
     so ``decode(encode(text)) == text`` and truncation keeps text verbatim.
     A 10,000-character Chinese text is 10,000 tokens here, not the handful of
     whitespace-separated runs it would be by ``str.split``.

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from indexes.ground import ParamError
+from core.errors import ParamError
 from readers.base import Tokenizer, TruncationPolicy
 
 POLICIES: tuple[str, ...] = ("middle", "left", "right", "none")

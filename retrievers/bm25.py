@@ -26,13 +26,13 @@ from typing import Any
 
 import numpy as np
 
-from indexes.ground import ParamError
+from core.errors import ParamError
+from core.text import CJK_CHAR
 from indexes.types import Chunk
 from retrievers.base import Hit, Retriever
 
 AUTO_BM25S_AT = 20_000
 _WORD = re.compile(r"\w+")
-_CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
 def detect_lang(texts: Sequence[str], sample_chars: int = 200_000) -> str:
@@ -45,7 +45,7 @@ def detect_lang(texts: Sequence[str], sample_chars: int = 200_000) -> str:
             break
     joined = "".join(sample)
     word_chars = sum(len(m) for m in _WORD.findall(joined))
-    return "zh" if word_chars and len(_CJK.findall(joined)) / word_chars >= 0.3 else "en"
+    return "zh" if word_chars and len(CJK_CHAR.findall(joined)) / word_chars >= 0.3 else "en"
 
 
 def tokenize(text: str, lang: str) -> list[str]:

@@ -15,17 +15,9 @@ from typing import Any
 
 import numpy as np
 
+from core.devices import resolve_device
 from indexes.cache import EmbeddingCache
 from retrievers.dense import DenseRetriever, encode_sorted
-
-
-def resolve_device(device: str) -> str:
-    """``'auto'`` -> ``'cuda'`` when torch sees a GPU, else ``'cpu'``."""
-    if device != "auto":
-        return device
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def mean_pool(hidden: Any, mask: Any) -> Any:

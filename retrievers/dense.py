@@ -17,8 +17,8 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from core.errors import ParamError
 from indexes.cache import EmbeddingCache, shared_embedding_cache
-from indexes.ground import ParamError
 from indexes.types import Chunk
 from indexes.vector import FaissIndex
 from retrievers.base import Hit, Retriever

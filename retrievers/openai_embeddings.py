@@ -2,7 +2,7 @@
 
 The API key is read from the environment when the client is built and is
 never stored on this object, logged or put in an error message.  Requests are
-batched and retried through the project's one ``indexes.ground.RetryPolicy``
+batched and retried through the project's one ``core.retry.RetryPolicy``
 on 429, 408/409, 5xx, timeouts, dropped connections and malformed replies
 (``Retry-After`` obeyed, in seconds or as a date, up to ``retry_after_max_s``);
 a batch that still fails raises :class:`EmbeddingRequestError` (a
@@ -20,8 +20,9 @@ from typing import Any
 
 import numpy as np
 
+from core.errors import TransientError, UserError
+from core.retry import RetryPolicy, Transient, parse_retry_after
 from indexes.cache import EmbeddingCache
-from indexes.ground import RetryPolicy, Transient, TransientError, UserError, parse_retry_after
 from retrievers.dense import DenseRetriever, encode_sorted
 
 OPENAI_EMBEDDING_MODELS = ("text-embedding-ada-002", "text-embedding-3-small", "text-embedding-3-large")

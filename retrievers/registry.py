@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from indexes.ground import ComponentSpec, Registry
+from core.registry import ComponentSpec, Registry
 from retrievers.base import Retriever
 
 RETRIEVERS: Registry[Retriever] = Registry("retrievers", Retriever)

@@ -10,7 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from indexes.ground import ComponentSpec, Nested, ParamError, SpecLike
+from core.checks import Nested
+from core.errors import ParamError
+from core.registry import ComponentSpec, SpecLike
 from indexes.types import Chunk
 from retrievers.base import Hit, Retriever
 from retrievers.registry import RETRIEVERS, make_retriever

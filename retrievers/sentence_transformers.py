@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
+from core.devices import resolve_device
+from core.errors import ParamError, UserError
 from indexes.cache import EmbeddingCache
-from indexes.ground import ParamError, UserError
-from retrievers.contriever import resolve_device
 from retrievers.dense import DenseRetriever, l2_normalize
 
 

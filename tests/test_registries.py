@@ -6,8 +6,10 @@ import inspect
 
 import pytest
 
+from core.checks import constructor_parameters
+from core.errors import ParamError
+from core.registry import registries
 from experiments.cli.listing import KINDS, _load_builtin_registries
-from indexes.ground import ParamError, constructor_parameters, registries
 
 _load_builtin_registries()
 ENTRIES = [(kind, name) for kind in KINDS for name in registries()[kind].names()]

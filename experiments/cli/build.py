@@ -6,8 +6,8 @@ from typing import Optional
 
 import typer
 
+from core.errors import UserError
 from experiments.cli.errors import parse_ints, user_errors
-from indexes.ground import UserError
 
 
 @user_errors

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import typer
 
+from core.errors import UserError
 from experiments.cli.errors import user_errors
 from indexes.chunking import make_chunker
-from indexes.ground import UserError
 
 
 def _read_text(file: Path) -> str:

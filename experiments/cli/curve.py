@@ -12,9 +12,9 @@ from typing import List, Optional
 
 import typer
 
+from core.errors import UserError
 from experiments.cli.errors import parse_ints, plain_output, print_table, user_errors
 from experiments.cli.retrieve import retriever_spec, shard_plan
-from indexes.ground import UserError
 
 DEFAULT_KS = "1,2,5,10,20,30,40,50"
 

@@ -7,7 +7,7 @@ from typing import Callable, TypeVar
 
 import typer
 
-from indexes.ground import UserError
+from core.errors import UserError
 
 F = TypeVar("F", bound=Callable)
 

@@ -6,8 +6,8 @@ from typing import List
 
 import typer
 
+from core.errors import UserError
 from experiments.cli.errors import parse_overrides, plain_output, print_table, user_errors
-from indexes.ground import UserError
 
 
 def judge_spec(judge: str, params: list[str]) -> dict:

@@ -6,8 +6,10 @@ from typing import Any, Optional
 
 import typer
 
+from core.checks import constructor_parameters
+from core.errors import UserError
+from core.registry import registries
 from experiments.cli.errors import plain_output, print_table, user_errors
-from indexes.ground import UserError, constructor_parameters, registries
 
 KINDS = ("tasks", "metrics", "compressors", "retrievers", "readers", "chunkers")
 _HIDDEN_PARAMS = {"tokenizer", "reader", "size", "overlap", "cache", "sleep"}

@@ -7,8 +7,8 @@ from typing import List, Optional
 
 import typer
 
+from core.errors import UserError
 from experiments.cli.errors import parse_overrides, plain_output, user_errors
-from indexes.ground import UserError
 
 
 def packaged_config(name: str) -> Path:

@@ -8,8 +8,8 @@ from typing import List, Optional
 
 import typer
 
+from core.errors import UserError
 from experiments.cli.errors import parse_overrides, user_errors
-from indexes.ground import UserError
 
 
 def retriever_spec(name: str, params: list[str]) -> dict:

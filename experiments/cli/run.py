@@ -69,7 +69,7 @@ def make_executor(kind: str, address: Optional[str], workers: Optional[int]):
 
     Options that only Ray takes are refused with the local executor rather than ignored.
     """
-    from indexes.ground import UserError
+    from core.errors import UserError
 
     if kind not in ("local", "ray"):
         raise UserError(f"--executor must be 'local' or 'ray', got {kind!r}")
@@ -94,7 +94,7 @@ def execute(runner):
 
 
 def finish(run_dir: Path, stats, *, report: bool, plain: bool) -> None:
-    from experiments.data.store import write_atomic
+    from core.files import write_atomic
 
     typer.echo(
         f"done: {stats.predicted} predicted, {stats.already_done} already done, {stats.failed} failed; "

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from core.errors import UserError
+from core.text import count_words
 from experiments.data.records import Example, render_litm_documents, render_litm_kv
-from indexes.ground import UserError, count_words
 from indexes.types import Passage
 
 FAMILIES = ("longbench", "leval", "m4le", "litm_qa", "litm_kv")

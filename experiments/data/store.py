@@ -79,17 +79,6 @@ class JsonlLog:
         return iter(self.recover())
 
 
-def write_atomic(path: str | Path, text: str) -> None:
-    """Write a whole file so readers see the old or the new content, never a mix."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    tmp.replace(path)
-
-
 def write_jsonl(records: Iterable[dict[str, Any]], path: str | Path) -> Path:
     """One JSON object per line (UTF-8, non-ASCII kept); gzip when the name ends in ``.gz``."""
     path = Path(path)

@@ -6,9 +6,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from core.errors import UserError
 from experiments.data.loaders import load_litm_qa
 from experiments.data.records import Example
-from indexes.ground import UserError
 from indexes.types import Chunk, Passage
 from retrievers.base import Retriever
 

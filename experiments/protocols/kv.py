@@ -13,9 +13,9 @@ import uuid
 from dataclasses import replace
 from typing import Any, Sequence
 
+from core.errors import UserError
 from experiments.data.loaders import litm_kv_example
 from experiments.data.records import Example, swept_id
-from indexes.ground import UserError
 
 
 def _uuid(rng: random.Random) -> str:

@@ -15,9 +15,9 @@ import random
 from dataclasses import replace
 from typing import Any, Iterable, Sequence
 
+from core.errors import UserError
 from experiments.data.records import Example, render_litm_documents, swept_id
 from experiments.protocols.corpus import PassageIndex
-from indexes.ground import UserError
 from indexes.text import has_answer
 from indexes.types import Passage
 

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from statistics import median
 from typing import Any, Iterable, Sequence
 
+from core.errors import UserError
 from experiments.data.records import Example
-from indexes.ground import UserError
 
 ABILITIES = ("explicit_single", "semantic_single", "explicit_multi", "semantic_multi", "global")
 SPANS_PER_MULTI = 3

@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from core.errors import UserError
 from experiments.data.records import Example, render_litm_documents
 from experiments.protocols.corpus import IndexWith, PassageIndex
-from indexes.ground import UserError
 from indexes.types import Passage
 
 SEARCH_BATCH = 256

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.errors import UserError
 from experiments.data.loaders import iter_records
 from experiments.protocols.corpus import load_litm_corpus
-from indexes.ground import UserError
 from indexes.types import Chunk, make_chunk_id
 from retrievers.base import Hit
 from retrievers.metrics import hit_has_answer, mrr, recall_at_k

@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.errors import UnknownComponentError, UserError
 from experiments.data.store import FAILURES, GRID, PREDICTIONS, TRACES, JsonlLog, record_key
 from experiments.report.stats import MIN_PAIRS, PairedDelta, mean_interval, paired_delta
 from experiments.scoring.registry import ItemScore, aggregate, length_bucket
 from experiments.tasks.specs import get_task
-from indexes.ground import UnknownComponentError, UserError
 
 
 @dataclass

@@ -18,7 +18,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from experiments.data.store import record_key, write_atomic
+from core.files import write_atomic
+from experiments.data.store import record_key
 from experiments.report.cells import RunData
 from experiments.report.stats import format_delta, format_p, mean_interval, paired_delta
 

@@ -39,10 +39,10 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
+from core.errors import UnknownComponentError, UserError
 from experiments.data.store import PREDICTIONS, JsonlLog, record_key
 from experiments.report.stats import mean_interval
 from experiments.tasks.specs import get_task
-from indexes.ground import UnknownComponentError, UserError
 from readers.base import GenerationRequest, Reader
 from readers.cache import CachedReader
 from readers.registry import make_reader
@@ -271,7 +271,7 @@ def judge_run(run_dir: str | Path, judge: Any, *, protocol: str = "pairwise", ag
     run_dir = Path(run_dir)
     if not (run_dir / PREDICTIONS).is_file():
         raise UserError(f"{run_dir} holds no {PREDICTIONS}; is it a run directory?")
-    from indexes.ground import ComponentSpec
+    from core.registry import ComponentSpec
     from readers.registry import READERS
 
     spec = ComponentSpec.parse(judge, "judge")

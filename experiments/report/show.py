@@ -5,9 +5,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from core.errors import UserError
 from experiments.data.store import FAILURES, PREDICTIONS, JsonlLog, record_key
 from experiments.report.cells import load_traces
-from indexes.ground import UserError
 
 MAX_RANKING = 20
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
-from experiments.data.store import write_atomic
+from core.files import write_atomic
 from experiments.report.cells import Cell, RunData, load_run
 from experiments.report.tables import (
     Table,

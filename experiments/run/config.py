@@ -17,7 +17,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from indexes.ground import ComponentSpec, UnknownComponentError, UserError
+from core.errors import UnknownComponentError, UserError
+from core.registry import ComponentSpec
 
 
 class ConfigError(UserError):
@@ -369,6 +370,6 @@ def expand_grid(config: RunConfig) -> list[GridPoint]:
 
 def dump_config(config: RunConfig, path: Path) -> None:
     """Write the resolved config (every default filled in) beside the results."""
-    from experiments.data.store import write_atomic
+    from core.files import write_atomic
 
     write_atomic(path, yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False, allow_unicode=True))

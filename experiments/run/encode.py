@@ -48,7 +48,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from indexes.ground import UserError
+from core.errors import UserError
+from core.files import write_atomic
 from indexes.types import Chunk
 
 if TYPE_CHECKING:
@@ -100,7 +101,7 @@ class ShardStore:
                                 f"({', '.join(differs)} differ); use another folder or delete it")
             return cls(directory, have)
         directory.mkdir(parents=True, exist_ok=True)
-        _write_atomic(path, json.dumps(want, indent=2).encode("utf-8"))
+        write_atomic(path, json.dumps(want, indent=2).encode("utf-8"))
         return cls(directory, want)
 
     @classmethod
@@ -158,7 +159,7 @@ class ShardStore:
         dim = self.manifest.get("dim")
         if dim is not None and vectors.shape[1] != dim:
             raise ValueError(f"shard {i} has dimension {vectors.shape[1]}, the others {dim}")
-        _write_atomic(self.path(i), _npy_bytes(vectors))
+        write_atomic(self.path(i), _npy_bytes(vectors))
 
     def read(self, i: int) -> np.ndarray:
         return np.load(self.path(i), mmap_mode="r")
@@ -205,15 +206,6 @@ def _npy_bytes(array: np.ndarray) -> bytes:
     buffer = io.BytesIO()
     np.save(buffer, array, allow_pickle=False)
     return buffer.getvalue()
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
 
 
 # -- the encoder --------------------------------------------------------------------------
@@ -267,7 +259,7 @@ def _fill(store: ShardStore, texts: Sequence[str], todo: Sequence[int], *,
         store.write(i, vectors)
         if "dim" not in store.manifest:
             store.manifest["dim"] = int(vectors.shape[1])
-            _write_atomic(store.directory / MANIFEST, json.dumps(store.manifest, indent=2).encode("utf-8"))
+            write_atomic(store.directory / MANIFEST, json.dumps(store.manifest, indent=2).encode("utf-8"))
         if on_shard is not None:
             on_shard(i)
 
@@ -348,9 +340,9 @@ def shard_folder_name(model_id: str, use_title: bool, digest: str, shard_size: i
 
 def default_shard_root() -> Path:
     """``$CTXCOMP_CACHE_DIR/shards``: where ``ctxcomp retrieve`` keeps shard folders unless ``--shards`` names one."""
-    from indexes.cache import default_cache_root
+    from core.paths import cache_root
 
-    return default_cache_root() / "shards"
+    return cache_root() / "shards"
 
 
 def is_dense(retriever: Any) -> bool:

@@ -1,11 +1,11 @@
 """The examples of one task of a run config: from a file, the hub or a generator, then swept or retrieved for."""
 from __future__ import annotations
 
+from core.errors import UserError
 from experiments.data.loaders import load_examples, load_hf
 from experiments.data.records import Example
 from experiments.run.config import TaskConfig
 from experiments.tasks.specs import TaskSpec, get_task
-from indexes.ground import UserError
 
 
 def task_spec(task: TaskConfig) -> TaskSpec:

@@ -10,7 +10,7 @@ import socket
 from collections.abc import Sequence
 from typing import Any
 
-from indexes.ground import UserError
+from core.errors import UserError
 
 # Settings a worker on the driver's own machine takes from the driver (never secrets).
 FORWARDED_ENV = ("CTXCOMP_CACHE_DIR", "CTXCOMP_MODEL_CACHE_DIR", "CTXCOMP_NO_PROGRESS", "HF_HUB_OFFLINE",

@@ -39,11 +39,11 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from core.errors import UserError
 from experiments.data.records import Example
 from experiments.run.config import RunConfig, TaskConfig, canonical_json, parse_config
 from experiments.run.ray_cluster import FORWARDED_ENV, RayExecutorError, connect, import_ray, kill_actors
 from experiments.run.runner import ProgressFn, StepFn, UnitResult, Worker, WorkUnit
-from indexes.ground import UserError
 
 
 class _ShippedWorker(Worker):

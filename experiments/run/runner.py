@@ -30,14 +30,15 @@ from typing import Any, Protocol
 
 from compressors.base import CompressedContext, CompressionError, Compressor
 from compressors.registry import COMPRESSORS, INJECTED, make_compressor, uses_reader
+from core.errors import TransientError, UserError
+from core.files import write_atomic
 from experiments.data.records import Example
-from experiments.data.store import CONFIG, FAILURES, GRID, LOCK, PREDICTIONS, TRACES, JsonlLog, record_key, write_atomic
+from experiments.data.store import CONFIG, FAILURES, GRID, LOCK, PREDICTIONS, TRACES, JsonlLog, record_key
 from experiments.run.config import GridPoint, RunConfig, TaskConfig, canonical_json, dump_config, expand_grid
 from experiments.run.examples import load_task_examples, task_spec
 from experiments.scoring.registry import get_metric, score_item
 from experiments.tasks.prompts import PromptOptions, build_request
 from experiments.tasks.specs import TaskSpec
-from indexes.ground import TransientError, UserError
 from indexes.text import has_answer
 from readers.base import Generation, GenerationRequest, Reader
 from readers.cache import CachedReader

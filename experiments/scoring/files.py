@@ -4,10 +4,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from core.errors import UnknownComponentError
 from experiments.data.loaders import DataError, iter_records
 from experiments.scoring.registry import get_metric, score_by_length, score_predictions
 from experiments.tasks.specs import get_task
-from indexes.ground import UnknownComponentError
 
 
 @dataclass(frozen=True)

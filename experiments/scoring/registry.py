@@ -16,7 +16,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from indexes.ground import Registry
+from core.registry import Registry
 
 LONGBENCH_E_BUCKETS = ("0-4k", "4-8k", "8k+")
 PartsFn = Callable[[str, str], Mapping[str, float]]

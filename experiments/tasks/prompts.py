@@ -10,9 +10,9 @@ import re
 from dataclasses import dataclass
 
 from compressors.base import CompressedContext
+from core.errors import UserError
 from experiments.data.records import Example, render_litm_documents, render_litm_kv
 from experiments.tasks.specs import TaskSpec
-from indexes.ground import UserError
 from readers.base import GenerationRequest
 
 _FIELD = re.compile(r"\{(context|input|search_results|question|formatted_kv_records|key)\}")

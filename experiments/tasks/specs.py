@@ -28,8 +28,9 @@ from typing import Mapping
 
 import yaml
 
+from core.errors import UserError
+from core.registry import Registry
 from experiments.data.loaders import FAMILIES
-from indexes.ground import Registry, UserError
 
 
 @dataclass(frozen=True)

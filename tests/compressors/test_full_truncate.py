@@ -5,7 +5,7 @@ import pytest
 
 from compressors.full import FullContext
 from compressors.truncate import TruncateCompressor
-from indexes.ground import ParamError
+from core.errors import ParamError
 from indexes.types import Passage
 
 TEN = " ".join(f"w{i}" for i in range(10))

@@ -8,7 +8,7 @@ import pytest
 
 from compressors.base import CompressionError
 from compressors.registry import COMPRESSORS, make_compressor
-from indexes.ground import ParamError
+from core.errors import ParamError
 from indexes.types import Passage
 
 pytest.importorskip("llmlingua")
@@ -148,7 +148,7 @@ def test_registered_and_checked_without_loading_a_model():
 def test_without_the_package_the_error_says_how_to_install_it(monkeypatch):
     import importlib.util
 
-    from indexes.ground import UserError
+    from core.errors import UserError
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "llmlingua" else real(name, *a))

@@ -8,7 +8,7 @@ from compressors.registry import COMPRESSORS, make_compressor
 from compressors.retrieval import RetrievalCompressor
 from compressors.summarize import SummarizeCompressor
 from compressors.truncate import TruncateCompressor
-from indexes.ground import ParamError, UnknownComponentError
+from core.errors import ParamError, UnknownComponentError
 from readers.extractive import ExtractiveReader
 
 

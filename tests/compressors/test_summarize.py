@@ -6,7 +6,7 @@ from typing import Sequence
 import pytest
 
 from compressors.summarize import CompressionError, SummarizeCompressor
-from indexes.ground import ParamError
+from core.errors import ParamError
 from readers.base import Generation, GenerationRequest, Reader
 from readers.cache import CachedReader
 from readers.extractive import ExtractiveReader

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from core.errors import UnknownComponentError
 from indexes.chunking import count_words, make_chunker, passages_to_chunks
-from indexes.ground import UnknownComponentError
 from indexes.types import Passage
 
 TEXT = (

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from indexes.ground import UnknownComponentError
+from core.errors import UnknownComponentError
 from readers.base import GenerationRequest, Reader
 from readers.cache import CachedReader, generation_key
 from readers.extractive import ExtractiveReader, extract_answer, split_prompt

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from indexes.ground import ParamError
+from core.errors import ParamError
 from readers.base import GenerationRequest
 from readers.cache import CachedReader
 from readers.fleet import Fleet

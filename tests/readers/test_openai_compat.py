@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from indexes.ground import parse_retry_after
+from core.retry import parse_retry_after
 from readers.base import GenerationRequest
 from readers.openai_compat import OpenAICompatReader, redact
 from tests.support.fake_openai import FakeOpenAIServer

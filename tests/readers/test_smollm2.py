@@ -13,14 +13,6 @@ def test_missing_package_gives_the_install_command(monkeypatch):
         smollm2.gguf_path()
 
 
-def test_model_cache_root_follows_the_environment(monkeypatch, tmp_path):
-    monkeypatch.delenv("CTXCOMP_MODEL_CACHE_DIR", raising=False)
-    monkeypatch.setenv("CTXCOMP_CACHE_DIR", str(tmp_path))
-    assert smollm2.model_cache_root() == tmp_path / "models"
-    monkeypatch.setenv("CTXCOMP_MODEL_CACHE_DIR", str(tmp_path / "m"))
-    assert smollm2.model_cache_root() == tmp_path / "m"
-
-
 @pytest.mark.slow
 def test_real_model_answers_and_reloads_from_cache():
     try:

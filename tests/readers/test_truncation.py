@@ -5,7 +5,8 @@ import random
 
 import pytest
 
-from indexes.ground import ParamError, count_words
+from core.errors import ParamError
+from core.text import count_words
 from readers.tokenizers import HFTokenizer, WordTokenizer, load_tokenizer
 from readers.truncation import cut_at_stop, prompt_budget, truncate_ids, truncate_text
 

@@ -7,9 +7,9 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
+from core.errors import ParamError
 from indexes.cache import EmbeddingCache
 from indexes.chunking import passages_to_chunks
-from indexes.ground import ParamError
 from indexes.types import Chunk, Passage
 from retrievers.base import Hit, Retriever
 from retrievers.bm25 import BM25Retriever

@@ -4,9 +4,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from core.errors import UserError
 from indexes.cache import EmbeddingCache
 from indexes.chunking import passages_to_chunks
-from indexes.ground import UserError
 from indexes.types import Passage
 from retrievers.dense import DenseRetriever
 from retrievers.openai_embeddings import EmbeddingRequestError, OpenAIEmbeddingEncoder

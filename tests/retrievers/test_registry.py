@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from core.errors import UnknownComponentError
 from indexes.chunking import passages_to_chunks
-from indexes.ground import UnknownComponentError
 from indexes.types import Passage
 from retrievers.bm25 import BM25Retriever
 from retrievers.registry import RETRIEVERS, make_retriever

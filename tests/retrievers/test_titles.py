@@ -6,8 +6,8 @@ import math
 import numpy as np
 import pytest
 
+from core.errors import ParamError
 from indexes.cache import EmbeddingCache
-from indexes.ground import ParamError
 from indexes.types import Chunk
 from retrievers.bm25 import BM25Retriever
 from retrievers.dense import DenseRetriever

@@ -2,7 +2,8 @@ import json
 
 import pytest
 
-from experiments.data.store import JsonlLog, write_atomic
+from core.files import write_atomic
+from experiments.data.store import JsonlLog
 
 
 def test_append_and_recover_round_trip(tmp_path):

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
+from core.errors import UserError
 from experiments.data.records import Example
 from experiments.protocols import litm
-from indexes.ground import UserError
 from indexes.text import has_answer
 from indexes.types import Passage
 

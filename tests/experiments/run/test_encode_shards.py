@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from core.errors import UserError
 from experiments.run.encode import MANIFEST, ShardStore, encode_corpus, fingerprint
-from indexes.ground import UserError
 from indexes.types import Chunk
 from retrievers.dense import DenseRetriever
 from tests.support.fake_openai import hashed_embedding

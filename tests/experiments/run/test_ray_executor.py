@@ -19,10 +19,10 @@ import pytest
 import yaml
 
 from compressors.base import CompressedContext, Compressor
+from core.errors import ParamError
 from experiments.run.config import parse_config
 from experiments.run.ray_executor import RayExecutor, RayExecutorError
 from experiments.run.runner import Runner
-from indexes.ground import ParamError
 from tests.support.fake_openai import FakeOpenAIServer
 
 REPO = Path(__file__).resolve().parents[3]

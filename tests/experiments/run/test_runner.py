@@ -186,7 +186,7 @@ def test_every_prediction_has_its_trace_and_show_prints_it(tmp_path):
 
 
 def test_components_are_checked_before_any_reader_is_built(tmp_path):
-    from indexes.ground import ParamError, UnknownComponentError
+    from core.errors import ParamError, UnknownComponentError
 
     built = []
 
@@ -256,7 +256,7 @@ def test_a_compressor_can_apply_to_some_tasks_only(tmp_path):
 
 
 def test_a_bad_fleet_url_is_refused_before_anything_is_written(tmp_path):
-    from indexes.ground import ParamError
+    from core.errors import ParamError
 
     cfg = {**CONFIG, "readers": [{"name": "openai", "params": {"model": "m", "base_urls": ["http://a:1/v1", "gpu2:8000"]}}]}
     with pytest.raises(ParamError, match="gpu2:8000"):

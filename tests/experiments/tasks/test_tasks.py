@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from core.errors import UnknownComponentError, UserError
 from experiments.scoring import METRICS
 from experiments.tasks import TASKS, TaskSpec, get_task
-from indexes.ground import UnknownComponentError, UserError
 
 REFERENCE = Path(__file__).resolve().parents[2] / "reference" / "longbench"
 PACKAGED = files("experiments.tasks") / "longbench"

@@ -1,4 +1,4 @@
-"""The ground module: one registry, one spec parser, one parameter check, one retry policy, one counting rule."""
+"""The ground (core/): one registry, one spec parser, one parameter check, one retry policy, one counting rule."""
 from __future__ import annotations
 
 import email.utils
@@ -7,21 +7,11 @@ import time
 
 import pytest
 
-from indexes.ground import (
-    ComponentSpec,
-    Nested,
-    ParamError,
-    Registry,
-    RetryPolicy,
-    Transient,
-    TransientError,
-    UnknownComponentError,
-    check_params,
-    count_words,
-    parse_retry_after,
-    word_pieces,
-    word_spans,
-)
+from core.checks import Nested, check_params
+from core.errors import ParamError, TransientError, UnknownComponentError
+from core.registry import ComponentSpec, Registry
+from core.retry import RetryPolicy, Transient, parse_retry_after
+from core.text import count_words, word_pieces, word_spans
 
 
 class Base:
@@ -50,14 +40,14 @@ def _registry() -> Registry:
 
 def test_lookup_suggests_close_names_and_refuses_duplicates_and_wrong_bases():
     reg = _registry()
-    assert reg.get("alpha") is Alpha and reg.get("tests.indexes.test_ground:Alpha") is Alpha
+    assert reg.get("alpha") is Alpha and reg.get("tests.core.test_ground:Alpha") is Alpha
     with pytest.raises(UnknownComponentError, match="Did you mean 'alpha'"):
         reg.get("alpah")
     with pytest.raises(ValueError, match="already registered"):
         reg.add("alpha", Outer)
     reg.add("alpha", Alpha)  # the same target again is fine
     with pytest.raises(UnknownComponentError, match="not a Base"):
-        reg.get("tests.indexes.test_ground:ComponentSpec")
+        reg.get("tests.core.test_ground:ComponentSpec")
     with pytest.raises(UnknownComponentError, match="cannot import"):
         reg.get("no.such.module:Thing")
 

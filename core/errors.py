@@ -1,0 +1,34 @@
+"""What went wrong, in three kinds: the user's mistake, a remote fault, or a bug (any other exception).
+
+Every floor raises these, so they live in the ground.  The CLI prints a
+``UserError`` as one line and exits 2; the runner records a
+``TransientError`` as a failed example; anything else stops the run with its
+traceback.
+"""
+from __future__ import annotations
+
+
+class UserError(ValueError):
+    """Something the user gave is wrong: a config, a data file, a parameter, a command line, the disk."""
+
+
+class UnknownComponentError(UserError, KeyError):
+    """A config named a component, task or metric that no registry knows."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class ParamError(UserError):
+    """A component got a parameter it does not take, misses a required one, or got a bad value."""
+
+
+class TransientError(RuntimeError):
+    """A remote service kept failing (network, timeouts, 429/5xx) after every retry.
+
+    The runner records the example as failed with this reason and ``--resume``
+    tries it again; it is never turned into an empty prediction.
+    """
+
+
+__all__ = ["ParamError", "TransientError", "UnknownComponentError", "UserError"]

@@ -1,0 +1,209 @@
+"""The one generic registry of the project, and the one parser of a config section naming a component.
+
+Every kind of component (retrievers, readers, compressors, chunkers, tasks,
+metrics) owns one :class:`Registry` in its own package.  A name resolves to a
+registered short name (a class, an object, or a lazy ``"module:attr"``
+string), an entry point of the group ``ctxcomp.<kind>``, or an import path
+``"pkg.module:attr"`` given by the user; the base class is checked, a typo gets
+"did you mean", and duplicates are refused.
+"""
+from __future__ import annotations
+
+import difflib
+import pkgutil
+import sys
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from typing import Any, Generic, TypeVar
+
+from core.checks import accepted_keywords, check_params
+from core.errors import ParamError, UnknownComponentError
+
+T = TypeVar("T")
+
+_ALL: dict[str, "Registry[Any]"] = {}
+
+
+def registries() -> dict[str, "Registry[Any]"]:
+    """Every registry created so far, by kind (what ``ctxcomp list`` shows)."""
+    return dict(_ALL)
+
+
+class Registry(Generic[T]):
+    """Names for one kind of component: classes, or objects such as task specs and metrics.
+
+    A name resolves, in order, to a registered short name (a class/object or a
+    lazy ``"module:attr"`` string), an entry point of the group
+    ``ctxcomp.<kind>``, or an import path ``"pkg.module:attr"`` given by the
+    user.  ``base`` is checked on resolution (a subclass, or an instance).
+    """
+
+    def __init__(self, kind: str, base: type | None = None, *, noun: str | None = None) -> None:
+        self.kind = kind  # plural, as in the entry-point group ``ctxcomp.<kind>``
+        self.noun = noun or (kind[:-1] if kind.endswith("s") else kind)
+        self.base = base
+        self._entries: dict[str, Any] = {}
+        self._entry_points_loaded = False
+        self._lock = threading.Lock()
+        _ALL[kind] = self
+
+    # -- registration -----------------------------------------------------
+    def add(self, name: str, target: Any) -> None:
+        """Register ``target`` (a class, an object or a lazy ``"module:attr"`` string) under ``name``."""
+        known = self._entries.get(name)
+        if known is not None and known != target and not (isinstance(known, str) and _resolves_to(known, target)):
+            if not (isinstance(known, str) and _being_imported(known)):
+                raise ValueError(f"{self.noun} {name!r} is already registered as {known!r}")
+        self._entries[name] = target
+
+    def register(self, name: str) -> Callable[[T], T]:
+        """Decorator: ``@RETRIEVERS.register("mine")`` on a class (or a metric function)."""
+
+        def decorate(target: T) -> T:
+            self.add(name, target)
+            return target
+
+        return decorate
+
+    # -- lookup -------------------------------------------------------------
+    def names(self) -> list[str]:
+        self._load_entry_points()
+        return sorted(self._entries)
+
+    def __contains__(self, name: object) -> bool:
+        self._load_entry_points()
+        return name in self._entries
+
+    def get(self, name: str) -> Any:
+        """The class or object behind ``name``; ``UnknownComponentError`` with close names otherwise."""
+        if not isinstance(name, str) or not name:
+            raise UnknownComponentError(f"a {self.noun} name must be a non-empty string, got {name!r}")
+        self._load_entry_points()
+        target = self._entries.get(name)
+        if target is None and ":" in name:
+            target = name
+        if target is None:
+            close = difflib.get_close_matches(name, self._entries, n=3, cutoff=0.5)
+            hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+            raise UnknownComponentError(
+                f"unknown {self.noun} {name!r}.{hint} Known: {', '.join(sorted(self._entries))}; "
+                f"or give an import path 'package.module:Name'."
+            )
+        resolved = self._resolve(name, target)
+        if self.base is not None and not _is_a(resolved, self.base):
+            raise UnknownComponentError(
+                f"{self.noun} {name!r} resolves to {resolved!r}, which is not a {self.base.__name__}"
+            )
+        return resolved
+
+    def items(self) -> list[tuple[str, Any]]:
+        """(name, class or object) for every entry that can be imported, for listings."""
+        out = []
+        for name in self.names():
+            try:
+                out.append((name, self.get(name)))
+            except UnknownComponentError:
+                continue
+        return out
+
+    def _resolve(self, name: str, target: Any) -> Any:
+        if not isinstance(target, str):
+            return target
+        try:
+            resolved = pkgutil.resolve_name(target)
+        except (ImportError, AttributeError, ValueError) as err:
+            raise UnknownComponentError(f"{self.noun} {name!r}: cannot import {target!r}: {err}") from err
+        with self._lock:
+            if self._entries.get(name) == target:
+                self._entries[name] = resolved
+        return resolved
+
+    def _load_entry_points(self) -> None:
+        if self._entry_points_loaded:
+            return
+        self._entry_points_loaded = True
+        for ep in entry_points(group=f"ctxcomp.{self.kind}"):
+            self.add(ep.name, ep.value)
+
+    # -- building -----------------------------------------------------------
+    def check(self, spec: Any, *, injected: Iterable[str] = (), where: str = "") -> Any:
+        """Resolve a spec and check its parameters (nested sections too); nothing is built."""
+        spec = ComponentSpec.parse(spec, where or self.noun)
+        target = self.get(spec.name)
+        check_params(target, spec.params, what=f"{where + ' > ' if where else ''}{self.noun} {spec.name!r}",
+                     injected=injected)
+        return target
+
+    def build(self, spec: Any, **injected: Any) -> Any:
+        """``get(name)(**params, **injected)`` after :meth:`check`; ``injected`` go only where declared."""
+        spec = ComponentSpec.parse(spec, self.noun)
+        target = self.check(spec, injected=injected)
+        accepted = accepted_keywords(target)
+        given = {k: v for k, v in injected.items() if accepted is None or k in accepted}
+        return target(**spec.params, **given)
+
+    def __repr__(self) -> str:
+        return f"Registry({self.kind!r})"
+
+
+def _is_a(resolved: Any, base: type) -> bool:
+    return (isinstance(resolved, type) and issubclass(resolved, base)) or isinstance(resolved, base)
+
+
+def _being_imported(lazy: str) -> bool:
+    """Whether the module of a lazy ``"module:attr"`` entry is importing right now (it registers itself,
+    as a metric module does with ``@metric`` while its entry point is being resolved)."""
+    module = sys.modules.get(lazy.split(":", 1)[0])
+    spec = getattr(module, "__spec__", None)
+    return module is not None and bool(getattr(spec, "_initializing", False))
+
+
+def _resolves_to(lazy: str, target: Any) -> bool:
+    try:
+        return pkgutil.resolve_name(lazy) is target
+    except (ImportError, AttributeError, ValueError):
+        return False
+
+
+# ---------------------------------------------------------------- specs and parameters
+
+SpecLike = str | Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class ComponentSpec:
+    """A config section naming a component: ``"bm25"`` or ``{name: bm25, params: {...}, label: ...}``."""
+
+    name: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+    label: str | None = None
+
+    @classmethod
+    def parse(cls, spec: Any, what: str = "component") -> "ComponentSpec":
+        if isinstance(spec, ComponentSpec):
+            return spec
+        if isinstance(spec, str):
+            if not spec.strip():
+                raise ParamError(f"{what}: the component name is empty")
+            return cls(spec, {})
+        if isinstance(spec, Mapping):
+            extra = set(spec) - {"name", "params", "label"}
+            if "name" not in spec or extra:
+                raise ParamError(f"{what} must be a name or {{name: ..., params: {{...}}}}; got keys {sorted(spec)}")
+            params = spec.get("params") or {}
+            if not isinstance(params, Mapping):
+                raise ParamError(f"{what}: params must be a mapping, got {type(params).__name__}")
+            return cls(str(spec["name"]), dict(params), spec.get("label"))
+        name = getattr(spec, "name", None)
+        if isinstance(name, str) and hasattr(spec, "params"):  # a config model with the same fields
+            return cls(name, dict(spec.params or {}), getattr(spec, "label", None))
+        raise ParamError(f"{what} must be a name or a mapping, got {type(spec).__name__}")
+
+    def with_params(self, **params: Any) -> "ComponentSpec":
+        """The same section with ``params`` overriding its own (what ``make_reader("openai", model=...)`` means)."""
+        return ComponentSpec(self.name, {**self.params, **params}, self.label) if params else self
+
+
+__all__ = ["ComponentSpec", "Registry", "SpecLike", "registries"]
