@@ -31,7 +31,9 @@ import importlib.util
 import re
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, PositiveInt
 
 from compressors.base import CompressedContext, Compressible, CompressionError, Compressor
 from compressors.retrieval import split_context
@@ -42,9 +44,7 @@ from indexes.chunking import CHUNKERS, make_chunker
 from readers.base import Tokenizer
 
 REQUIREMENT = "llmlingua==0.2.2"  # the adapter below leans on this version's internals
-REORDERS = ("sort", "original", "two_stage")
-DTYPES = ("auto", "float32", "bfloat16", "float16")
-CONTEXT_BUDGET = re.compile(r"[+\-*]\s*\d+(\.\d+)?")
+CONTEXT_BUDGET = re.compile(r"^[+\-*]\s*\d+(\.\d+)?$")
 DEFAULT_RATE = 0.5
 # LongLLMLingua's documented settings (the package README's example)
 SETTINGS = {
@@ -138,16 +138,16 @@ class LLMLinguaCompressor(Compressor):
 
     def __init__(
         self,
-        rate: float | None = None,
-        target_token: int | None = None,
+        rate: Annotated[float, Field(gt=0, le=1)] | None = None,
+        target_token: PositiveInt | None = None,
         model: str | Path | None = None,
         device: str = "auto",
-        dtype: str = "auto",
+        dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto",
         chunker: SpecLike = "longbench",
-        chunk_size: int = 200,
-        reorder: str = "sort",
-        dynamic_ratio: float = 0.3,
-        context_budget: str = "+100",
+        chunk_size: PositiveInt = 200,
+        reorder: Literal["sort", "original", "two_stage"] = "sort",
+        dynamic_ratio: Annotated[float, Field(ge=0, le=1)] = 0.3,
+        context_budget: Annotated[str, Field(pattern=CONTEXT_BUDGET.pattern)] = "+100",
         tokenizer: Tokenizer | None = None,
     ) -> None:
         super().__init__(tokenizer)
@@ -155,22 +155,8 @@ class LLMLinguaCompressor(Compressor):
             raise UserError(f"the llmlingua compressor needs the package llmlingua: pip install {REQUIREMENT}")
         if rate is not None and target_token is not None:
             raise ParamError("llmlingua: give rate or target_token, not both")
-        if rate is not None and (isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 < rate <= 1):
-            raise ParamError(f"llmlingua: rate must be a number in (0, 1], got {rate!r}")
-        if target_token is not None and (isinstance(target_token, bool) or not isinstance(target_token, int) or target_token <= 0):
-            raise ParamError(f"llmlingua: target_token must be a positive integer, got {target_token!r}")
-        if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size <= 0:
-            raise ParamError(f"llmlingua: chunk_size must be a positive integer, got {chunk_size!r}")
-        if dtype not in DTYPES:
-            raise ParamError(f"llmlingua: dtype must be one of {DTYPES}, got {dtype!r}")
-        if reorder not in REORDERS:
-            raise ParamError(f"llmlingua: reorder must be one of {REORDERS}, got {reorder!r}")
-        if isinstance(dynamic_ratio, bool) or not isinstance(dynamic_ratio, (int, float)) or not 0 <= dynamic_ratio <= 1:
-            raise ParamError(f"llmlingua: dynamic_ratio must be a number in [0, 1], got {dynamic_ratio!r}")
-        # llmlingua evaluates "target_token" + context_budget with eval(), so only an operator and a number pass
-        if not isinstance(context_budget, str) or not CONTEXT_BUDGET.fullmatch(context_budget):
-            raise ParamError(f"llmlingua: context_budget must be an operator and a number such as '+100' or '*1.2', "
-                             f"got {context_budget!r}")
+        # context_budget: llmlingua evaluates "target_token" + context_budget with eval(), so its annotation lets
+        # only an operator and a number through
         self.rate = float(rate) if rate is not None else (None if target_token is not None else DEFAULT_RATE)
         self.target_token = target_token
         self.model = str(model) if model is not None else None

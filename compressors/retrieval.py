@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Literal
 
+from pydantic import PositiveInt
+
 from compressors.base import CompressedContext, Compressible, CompressionError, Compressor
 from core.checks import Nested
 from core.errors import ParamError
@@ -27,8 +29,6 @@ from retrievers.registry import RETRIEVERS, make_retriever
 
 Order = Literal["score", "document"]
 Unit = Literal["chunk", "passage", "auto"]
-ORDERS: tuple[str, ...] = ("score", "document")
-UNITS: tuple[str, ...] = ("chunk", "passage", "auto")
 DEFAULT_TOP_N = 3
 DEFAULT_CHUNK_SIZE = 500  # words, LongBench's BM25 setting
 
@@ -41,11 +41,6 @@ def split_context(chunker: Any, item: Compressible) -> list[Chunk]:
     if not chunks:
         raise CompressionError(f"example {item.id!r}: the chunker produced no chunks from a non-empty context")
     return chunks
-
-
-def _positive_int(value: Any, what: str) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-        raise ParamError(f"{what} must be a positive integer, got {value!r}")
 
 
 class RetrievalCompressor(Compressor):
@@ -76,9 +71,9 @@ class RetrievalCompressor(Compressor):
         self,
         retriever: SpecLike = "bm25",
         chunker: SpecLike = "longbench",
-        chunk_size: int | None = None,
-        top_n: int | None = None,
-        token_budget: int | None = None,
+        chunk_size: PositiveInt | None = None,
+        top_n: PositiveInt | None = None,
+        token_budget: PositiveInt | None = None,
         order: Order | None = None,
         separator: str | None = None,
         unit: Unit = "auto",
@@ -86,16 +81,6 @@ class RetrievalCompressor(Compressor):
         tokenizer: Tokenizer | None = None,
     ) -> None:
         super().__init__(tokenizer)
-        if top_n is not None:
-            _positive_int(top_n, "retrieval: top_n")
-        if token_budget is not None:
-            _positive_int(token_budget, "retrieval: token_budget")
-        if chunk_size is not None:
-            _positive_int(chunk_size, "retrieval: chunk_size")
-        if unit not in UNITS:
-            raise ParamError(f"retrieval: unit must be one of {UNITS}, got {unit!r}")
-        if order is not None and order not in ORDERS:
-            raise ParamError(f"retrieval: order must be one of {ORDERS}, got {order!r}")
         if longbench_compat:
             if order not in (None, "score") or separator not in (None, ""):
                 raise ParamError(

@@ -18,6 +18,8 @@ import re
 import string
 from typing import Sequence
 
+from pydantic import PositiveInt
+
 from compressors.base import CompressedContext, Compressible, CompressionError, Compressor
 from compressors.retrieval import split_context
 from core.checks import Nested
@@ -81,22 +83,17 @@ class SummarizeCompressor(Compressor):
         self,
         reader: Reader | None = None,
         chunker: SpecLike = "longbench",
-        chunk_size: int = 500,
-        max_summary_words: int = 200,
-        max_new_tokens: int = 300,
+        chunk_size: PositiveInt = 500,
+        max_summary_words: PositiveInt = 200,
+        max_new_tokens: PositiveInt = 300,
         query_focused: bool = False,
-        token_budget: int | None = None,
+        token_budget: PositiveInt | None = None,
         summarizer: SpecLike | None = None,
         prompt: str | None = None,
         separator: str = "\n\n",
         tokenizer: Tokenizer | None = None,
     ) -> None:
         super().__init__(tokenizer)
-        for name, value in (("chunk_size", chunk_size), ("max_summary_words", max_summary_words), ("max_new_tokens", max_new_tokens)):
-            if not isinstance(value, int) or value <= 0:
-                raise ParamError(f"summarize: {name} must be a positive integer, got {value!r}")
-        if token_budget is not None and (not isinstance(token_budget, int) or token_budget <= 0):
-            raise ParamError(f"summarize: token_budget must be a positive integer, got {token_budget!r}")
         if prompt is not None:
             fields = prompt_fields(prompt)
             if "chunk" not in fields:

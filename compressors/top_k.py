@@ -7,18 +7,17 @@ fixed.  The trace keeps the whole ranking with its scores.
 """
 from __future__ import annotations
 
+from pydantic import PositiveInt
+
 from compressors.base import CompressedContext, Compressible, CompressionError, Compressor
-from core.errors import ParamError
 from readers.base import Tokenizer
 
 
 class TopKPassages(Compressor):
     """The first ``k`` passages (all of them when there are fewer), rendered as title line + text."""
 
-    def __init__(self, k: int, separator: str = "\n\n", tokenizer: Tokenizer | None = None) -> None:
+    def __init__(self, k: PositiveInt, separator: str = "\n\n", tokenizer: Tokenizer | None = None) -> None:
         super().__init__(tokenizer)
-        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
-            raise ParamError(f"top_k: k must be a positive integer, got {k!r}")
         self.k, self.separator = k, separator
 
     @property

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from typing import Literal
 
+from pydantic import PositiveInt
+
 from compressors.base import CompressedContext, Compressible, Compressor
-from core.errors import ParamError
 from readers.base import Tokenizer
 from readers.truncation import truncate_text
 
 Policy = Literal["middle", "left", "right"]
-POLICIES: tuple[str, ...] = ("middle", "left", "right")
 
 
 class TruncateCompressor(Compressor):
@@ -28,12 +28,8 @@ class TruncateCompressor(Compressor):
     kept as units (``passages`` is empty).
     """
 
-    def __init__(self, max_tokens: int, policy: Policy = "middle", tokenizer: Tokenizer | None = None) -> None:
+    def __init__(self, max_tokens: PositiveInt, policy: Policy = "middle", tokenizer: Tokenizer | None = None) -> None:
         super().__init__(tokenizer)
-        if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens <= 0:
-            raise ParamError(f"truncate: max_tokens must be a positive integer, got {max_tokens!r}")
-        if policy not in POLICIES:
-            raise ParamError(f"truncate: policy must be one of {POLICIES}, got {policy!r}")
         self.max_tokens = max_tokens
         self.policy = policy
 

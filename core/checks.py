@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import re
 import sys
 import typing
 from collections.abc import Iterable, Mapping
@@ -22,7 +23,8 @@ from core.errors import ParamError
 
 # error types that say what the value should satisfy, not merely that it is of another type
 _CONSTRAINTS = frozenset({"greater_than", "greater_than_equal", "less_than", "less_than_equal", "literal_error",
-                          "too_short", "too_long", "multiple_of", "finite_number", "sequence_str"})
+                          "too_short", "too_long", "multiple_of", "finite_number", "sequence_str",
+                          "string_pattern_mismatch"})
 
 
 @dataclass(frozen=True)
@@ -105,11 +107,15 @@ def _check_value(annotation: Any, value: Any, where: str) -> None:
     try:
         adapter.validate_python(value)
     except ValidationError as err:
-        errors = err.errors()
-        said = next((e["msg"] for e in errors if e["type"] in _CONSTRAINTS), None)
-        rule = _lower_first(said) if said else f"must be {describe(annotation)}"
-        rule = rule.replace("input should", "must").replace("Input should", "must")
-        raise ParamError(f"{where} {rule}, got {value!r}") from None
+        said = next((e for e in err.errors() if e["type"] in _CONSTRAINTS), None)
+        raise ParamError(f"{where} {_rule(said) if said else f'must be {describe(annotation)}'}, got {value!r}") from None
+
+
+def _rule(error: Mapping[str, Any]) -> str:
+    """pydantic's sentence for a broken constraint, said as a rule: ``must be greater than 0``."""
+    if error["type"] == "sequence_str":
+        return "must be a list, not a single string"
+    return re.sub(r"^(Input|String|Value|List|Number) should", "must", error["msg"])
 
 
 @functools.lru_cache(maxsize=None)
@@ -162,10 +168,6 @@ def describe(annotation: Any) -> str:
         return {"Mapping": "a mapping", "dict": "a mapping", "Sequence": "a list", "list": "a list",
                 "tuple": "a list"}.get(base, f"a {base}")
     return f"a {getattr(annotation, '__name__', str(annotation))}"
-
-
-def _lower_first(text: str) -> str:
-    return text[:1].lower() + text[1:]
 
 
 __all__ = ["Nested", "accepted_keywords", "check_params", "constructor_parameters", "describe"]

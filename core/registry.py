@@ -132,8 +132,11 @@ class Registry(Generic[T]):
         """Resolve a spec and check its parameters (nested sections too); nothing is built."""
         spec = ComponentSpec.parse(spec, where or self.noun)
         target = self.get(spec.name)
-        check_params(target, spec.params, what=f"{where + ' > ' if where else ''}{self.noun} {spec.name!r}",
-                     injected=injected)
+        what = f"{where + ' > ' if where else ''}{self.noun} {spec.name!r}"
+        check_params(target, spec.params, what=what, injected=injected)
+        own_check = getattr(target, "check_config", None)
+        if isinstance(target, type) and callable(own_check):  # what only the component knows (server URLs)
+            own_check(**spec.params)
         return target
 
     def build(self, spec: Any, **injected: Any) -> Any:

@@ -77,8 +77,6 @@ class Fleet:
 
     def __init__(self, urls: Sequence[str], *, probe: Callable[[str], bool], eject_after: int = 3,
                  cooldown_s: float = 30.0, clock: Callable[[], float] = time.monotonic) -> None:
-        if eject_after < 1 or cooldown_s < 0:
-            raise ParamError(f"openai: eject_after must be >= 1 and cooldown_s >= 0, got {eject_after}, {cooldown_s}")
         if not urls:
             raise ParamError("openai: base_urls is empty; give at least one server URL")
         self.servers = [Server(u) for u in urls]

@@ -18,11 +18,12 @@ import logging
 import time
 from typing import Any, Callable, Sequence
 
+from pydantic import PositiveInt
+
 from core.devices import resolve_device
-from core.errors import ParamError
 from readers.base import Generation, GenerationRequest, Reader, ReaderError, TruncationPolicy
 from readers.tokenizers import HFTokenizer
-from readers.truncation import check_policy, cut_at_stop, prompt_budget, truncate_ids, truncate_text
+from readers.truncation import cut_at_stop, prompt_budget, truncate_ids, truncate_text
 
 log = logging.getLogger(__name__)
 _CONTEXT_FIELDS = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length", "n_ctx")
@@ -45,21 +46,19 @@ class HFReader(Reader):
         model: str,
         *,
         tokenizer: Any = None,
-        max_context: int | None = None,
+        max_context: PositiveInt | None = None,
         truncation: TruncationPolicy = "middle",
         chat: bool | None = None,
         device: str = "auto",
         dtype: Any = "auto",
-        batch_size: int = 4,
+        batch_size: PositiveInt = 4,
         gguf_file: str | None = None,
         model_kwargs: dict | None = None,
     ) -> None:
         from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
-        if batch_size < 1:
-            raise ParamError(f"hf: batch_size must be >= 1, got {batch_size}")
         self.model_name, self.gguf_file = str(model), gguf_file
-        self.truncation = check_policy(truncation)
+        self.truncation = truncation
         self.batch_size = batch_size
         self.device = resolve_device(device)
         gguf = {"gguf_file": gguf_file} if gguf_file else {}

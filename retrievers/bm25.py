@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
+from pydantic import Field, NonNegativeFloat
 
 from core.errors import ParamError
 from core.text import CJK_CHAR
@@ -84,21 +85,15 @@ class BM25Retriever(Retriever):
     def __init__(
         self,
         *,
-        k1: float = 1.5,
-        b: float = 0.75,
-        backend: str = "auto",
-        lang: str = "auto",
+        k1: NonNegativeFloat = 1.5,
+        b: Annotated[float, Field(ge=0, le=1)] = 0.75,
+        backend: Literal["auto", "rank_bm25", "bm25s"] = "auto",
+        lang: Literal["auto", "en", "zh"] = "auto",
         longbench_compat: bool = False,
         use_title: bool = True,
     ) -> None:
-        if backend not in ("auto", "rank_bm25", "bm25s"):
-            raise ParamError(f"bm25: backend must be 'auto', 'rank_bm25' or 'bm25s', got {backend!r}")
-        if lang not in ("auto", "en", "zh"):
-            raise ParamError(f"bm25: lang must be 'auto', 'en' or 'zh', got {lang!r}")
         if longbench_compat and backend == "bm25s":
             raise ParamError("bm25: longbench_compat reproduces rank_bm25 on raw strings; it cannot use bm25s")
-        if not isinstance(use_title, bool):
-            raise ParamError(f"bm25: use_title must be true or false, got {use_title!r}")
         self.k1, self.b = k1, b
         self.use_title = use_title
         self.backend, self.lang, self.longbench_compat = backend, lang, longbench_compat

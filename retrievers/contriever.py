@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from pydantic import PositiveInt
 
 from core.devices import resolve_device
 from indexes.cache import EmbeddingCache
@@ -79,8 +80,8 @@ class ContrieverRetriever(DenseRetriever):
         *,
         model: str | None = None,
         device: str = "auto",
-        batch_size: int = 32,
-        max_length: int = 512,
+        batch_size: PositiveInt = 32,
+        max_length: PositiveInt = 512,
         index_kind: str = "flat",
         cache: EmbeddingCache | None = None,
         use_cache: bool = True,

@@ -17,7 +17,6 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from core.errors import ParamError
 from indexes.cache import EmbeddingCache, shared_embedding_cache
 from indexes.types import Chunk
 from indexes.vector import FaissIndex
@@ -94,8 +93,6 @@ class DenseRetriever(Retriever):
         self.index_params = dict(index_params or {})
         self._cache = cache
         self.use_cache = use_cache
-        if not isinstance(use_title, bool):
-            raise ParamError(f"{type(self).__name__}: use_title must be true or false, got {use_title!r}")
         self.use_title = use_title
         self.encoder_calls = 0
         self.texts_encoded = 0

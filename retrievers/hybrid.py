@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from pydantic import NonNegativeFloat, PositiveInt
+
 from core.checks import Nested
 from core.errors import ParamError
 from core.registry import ComponentSpec, SpecLike
@@ -42,20 +44,15 @@ class HybridRetriever(Retriever):
     def __init__(
         self,
         retrievers: Sequence[SpecLike] = DEFAULT_PARTS,
-        k_rrf: float = 60,
-        weights: Sequence[float] | None = None,
-        depth: int = 100,
+        k_rrf: NonNegativeFloat = 60,
+        weights: Sequence[NonNegativeFloat] | None = None,
+        depth: PositiveInt = 100,
     ) -> None:
         if isinstance(retrievers, (str, Mapping)) or len(retrievers) < 2:
             raise ParamError(f"hybrid: retrievers must list at least two retrievers, got {retrievers!r}")
-        if isinstance(k_rrf, bool) or not isinstance(k_rrf, (int, float)) or k_rrf < 0:
-            raise ParamError(f"hybrid: k_rrf must be a number >= 0, got {k_rrf!r}")
-        if isinstance(depth, bool) or not isinstance(depth, int) or depth <= 0:
-            raise ParamError(f"hybrid: depth must be a positive integer, got {depth!r}")
         if weights is None:
             weights = [1.0] * len(retrievers)
-        if (isinstance(weights, (str, Mapping)) or len(weights) != len(retrievers)
-                or any(isinstance(w, bool) or not isinstance(w, (int, float)) or w < 0 for w in weights)):
+        if len(weights) != len(retrievers):
             raise ParamError(f"hybrid: weights must be {len(retrievers)} numbers >= 0, one per retriever, got {weights!r}")
         self.parts: list[Retriever] = [
             make_retriever(ComponentSpec.parse(spec, f"hybrid: retrievers[{i}]")) for i, spec in enumerate(retrievers)

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+from pydantic import PositiveFloat, PositiveInt
 
 from core.errors import TransientError, UserError
 from core.retry import RetryPolicy, Transient, parse_retry_after
@@ -131,10 +132,10 @@ class OpenAIEmbeddingRetriever(DenseRetriever):
         model: str = "text-embedding-ada-002",
         base_url: str | None = None,
         api_key_env: str = "OPENAI_API_KEY",
-        batch_size: int = 256,
+        batch_size: PositiveInt = 256,
         retry: RetryPolicy | dict | None = None,
-        timeout_s: float = 60.0,
-        dimensions: int | None = None,
+        timeout_s: PositiveFloat = 60.0,
+        dimensions: PositiveInt | None = None,
         index_kind: str = "flat",
         cache: EmbeddingCache | None = None,
         use_cache: bool = True,

@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
+from pydantic import PositiveInt
+
 from core.checks import Nested
-from core.errors import ParamError
 from core.registry import ComponentSpec, SpecLike
 from indexes.types import Chunk
 from retrievers.base import Hit, Retriever
@@ -36,9 +37,7 @@ class RerankRetriever(Retriever):
 
     nested = {"first": Nested(RETRIEVERS), "second": Nested(RETRIEVERS)}
 
-    def __init__(self, first: SpecLike = "bm25", depth: int = 100, second: SpecLike = "minilm") -> None:
-        if isinstance(depth, bool) or not isinstance(depth, int) or depth <= 0:
-            raise ParamError(f"rerank: depth must be a positive integer, got {depth!r}")
+    def __init__(self, first: SpecLike = "bm25", depth: PositiveInt = 100, second: SpecLike = "minilm") -> None:
         self.first: Retriever = make_retriever(ComponentSpec.parse(first, "rerank: first"))
         self.second: Retriever = make_retriever(ComponentSpec.parse(second, "rerank: second"))
         self.depth = depth

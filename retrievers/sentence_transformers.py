@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pydantic import PositiveInt
 
 from core.devices import resolve_device
 from core.errors import ParamError, UserError
@@ -77,8 +78,8 @@ class SentenceTransformerRetriever(DenseRetriever):
         *,
         model: str | Path | None = None,
         device: str = "auto",
-        batch_size: int = 64,
-        max_length: int | None = None,
+        batch_size: PositiveInt = 64,
+        max_length: PositiveInt | None = None,
         index_kind: str = "flat",
         cache: EmbeddingCache | None = None,
         use_cache: bool = True,

@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from compressors.full import FullContext
+from compressors.registry import make_compressor
 from compressors.truncate import TruncateCompressor
 from core.errors import ParamError
 from indexes.types import Passage
@@ -76,5 +77,5 @@ def test_truncate_counts_each_cjk_character_as_a_word(make_item):
 
 @pytest.mark.parametrize("bad", [{"max_tokens": 0}, {"max_tokens": 10, "policy": "both"}])
 def test_truncate_rejects_bad_settings(bad):
-    with pytest.raises(ParamError):
-        TruncateCompressor(**bad)
+    with pytest.raises(ParamError, match="compressor 'truncate': (max_tokens|policy) must be"):
+        make_compressor({"name": "truncate", "params": bad})

@@ -121,14 +121,14 @@ def test_an_empty_question_fails_the_example(tiny_lm, make_item):
 
 
 @pytest.mark.parametrize("params, message", [
-    ({"rate": 0}, "rate must be a number in"),
-    ({"rate": 1.5}, "rate must be a number in"),
+    ({"rate": 0}, "rate must be greater than 0, got 0"),
+    ({"rate": 1.5}, "rate must be less than or equal to 1, got 1.5"),
     ({"rate": 0.5, "target_token": 100}, "not both"),
-    ({"target_token": 0}, "target_token must be a positive integer"),
-    ({"reorder": "random"}, "reorder must be one of"),
-    ({"dtype": "fp8"}, "dtype must be one of"),
+    ({"target_token": 0}, "target_token must be greater than 0"),
+    ({"reorder": "random"}, "reorder must be 'sort', 'original' or 'two_stage', got 'random'"),
+    ({"dtype": "fp8"}, "dtype must be 'auto', 'float32', 'bfloat16' or 'float16'"),
     ({"dynamic_ratio": 2}, "dynamic_ratio must be"),
-    ({"context_budget": "+__import__('os').getpid()"}, "context_budget must be an operator and a number"),  # llmlingua eval()s it
+    ({"context_budget": "+__import__('os').getpid()"}, "context_budget must match pattern"),  # llmlingua eval()s it
 ])
 def test_bad_values_are_param_errors(params, message):
     with pytest.raises(ParamError, match=message):

@@ -5,6 +5,7 @@ from typing import Sequence
 
 import pytest
 
+from compressors.registry import make_compressor
 from compressors.summarize import CompressionError, SummarizeCompressor
 from core.errors import ParamError
 from readers.base import Generation, GenerationRequest, Reader
@@ -139,12 +140,16 @@ def test_summarizer_section_builds_a_cached_reader(make_item):
         ({"reader": ExtractiveReader(), "prompt": "no chunk here"}, r"\{chunk\}"),
         ({"reader": ExtractiveReader(), "prompt": "{chunk} {title}"}, "unknown field"),
         ({"reader": ExtractiveReader(), "prompt": "{chunk}", "query_focused": True}, r"\{question\}"),
-        ({"reader": ExtractiveReader(), "max_summary_words": 0}, "max_summary_words"),
     ],
 )
 def test_bad_settings_are_refused(params, message):
     with pytest.raises(ParamError, match=message):
         SummarizeCompressor(**params)
+
+
+def test_bad_values_are_refused_before_anything_is_built():
+    with pytest.raises(ParamError, match="compressor 'summarize': max_summary_words must be greater than 0, got 0"):
+        make_compressor({"name": "summarize", "params": {"max_summary_words": 0}}, reader=ExtractiveReader())
 
 
 def test_empty_context_names_the_example(make_item):

@@ -18,6 +18,7 @@ from readers.base import GenerationRequest
 from readers.cache import CachedReader
 from readers.fleet import Fleet
 from readers.openai_compat import OpenAICompatReader
+from readers.registry import READERS
 from tests.support.fake_openai import FakeOpenAIServer
 
 KEY = "sk-fleet-Xq8w7Ev6Rt5Yu4Io3Pa2"
@@ -74,7 +75,7 @@ class Clock:
 ])
 def test_bad_server_lists_are_one_line_param_errors(params, needle):
     with pytest.raises(ParamError) as err:
-        OpenAICompatReader("fake-model", **params, **settings())
+        READERS.check({"name": "openai", "params": {"model": "fake-model", **params, **settings()}})
     message = str(err.value)
     assert needle in message and "\n" not in message
 
@@ -82,14 +83,15 @@ def test_bad_server_lists_are_one_line_param_errors(params, needle):
 @pytest.mark.parametrize("params, needle", [
     ({"base_urls": ["http://a:1/v1", "gopher://b/v1"]}, "'gopher://b/v1' in base_urls"),
     ({"base_url": "http://a:1/v1", "base_urls": ["http://b:1/v1"]}, "not both"),
-    ({"endpoint": "embeddings"}, "endpoint must be"),
-    ({"base_urls": ["http://a:1/v1"], "cooldown_s": -1}, "cooldown_s"),
 ])
 def test_check_config_refuses_what_the_constructor_refuses_without_building(params, needle):
     with pytest.raises(ParamError, match=needle):
         OpenAICompatReader.check_config(model="m", **params)
     with pytest.raises(ParamError, match=needle):
         OpenAICompatReader("m", **params, **settings())
+    for bad, said in (({"endpoint": "embeddings"}, "endpoint must be"), ({"cooldown_s": -1}, "cooldown_s must be")):
+        with pytest.raises(ParamError, match=said):  # values: the registry's one check, before anything is built
+            READERS.check({"name": "openai", "params": {"model": "m", **bad}})
     OpenAICompatReader.check_config(model="m", base_urls=["http://a:1/v1", "https://b/v1"], concurrency=4)
     # a run config's one-list-not-an-axis form means the same servers
     nested = OpenAICompatReader("m", base_urls=[["http://a:1/v1", "https://b/v1"]], **settings())

@@ -5,9 +5,11 @@ import math
 
 import pytest
 
+from core.errors import ParamError
 from indexes.chunking import passages_to_chunks
 from indexes.types import Passage
 from retrievers.bm25 import BM25Retriever, detect_lang, tokenize
+from retrievers.registry import make_retriever
 
 # 4 documents, lengths 2, 3, 2, 4 -> avgdl 2.75; k1 = 1.5, b = 0.75.
 DOCS = ["cat sat", "dog sat mat", "bird flew", "fish swam deep water"]
@@ -81,8 +83,10 @@ def test_queries_or_corpus_without_tokens_give_zero_scores_in_corpus_order():
 def test_auto_backend_and_bad_arguments():
     r = BM25Retriever().index(corpus(DOCS))
     assert "engine=rank_bm25" in r.identity
-    with pytest.raises(ValueError):
-        BM25Retriever(backend="lucene")
+    with pytest.raises(ParamError, match="retriever 'bm25': backend must be 'auto', 'rank_bm25' or 'bm25s', got 'lucene'"):
+        make_retriever("bm25", backend="lucene")
+    with pytest.raises(ParamError, match="retriever 'bm25': k1 must be a number >= 0, got 'abc'"):
+        make_retriever("bm25", k1="abc")
     with pytest.raises(ValueError):
         BM25Retriever(longbench_compat=True, backend="bm25s")
     with pytest.raises(ValueError):

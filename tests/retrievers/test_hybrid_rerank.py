@@ -176,10 +176,10 @@ def test_nested_sections_are_checked_before_anything_is_built(spec, message, mon
 @pytest.mark.parametrize("name, params, message", [
     ("hybrid", {"retrievers": ["bm25"]}, "at least two"),
     ("hybrid", {"weights": [1]}, "weights must be 2 numbers"),
-    ("hybrid", {"weights": [1, -1]}, "weights must be 2 numbers"),
-    ("hybrid", {"k_rrf": -1}, "k_rrf must be a number >= 0"),
-    ("hybrid", {"depth": 0}, "depth must be a positive integer"),
-    ("rerank", {"depth": 0}, "depth must be a positive integer"),
+    ("hybrid", {"weights": [1, -1]}, "weights must be greater than or equal to 0"),
+    ("hybrid", {"k_rrf": -1}, "k_rrf must be greater than or equal to 0, got -1"),
+    ("hybrid", {"depth": 0}, "depth must be greater than 0, got 0"),
+    ("rerank", {"depth": 0}, "depth must be greater than 0, got 0"),
 ])
 def test_bad_values_are_param_errors(name, params, message):
     with pytest.raises(ParamError, match=message):
