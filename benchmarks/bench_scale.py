@@ -29,7 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from experiments.run.config import parse_config
-from experiments.run.runner import Runner
+from experiments.run.driver import Runner
 from readers.base import GenerationRequest
 from readers.openai_compat import OpenAICompatReader
 from tests.support.fake_openai import FakeOpenAIServer
@@ -54,7 +54,7 @@ def timed_run(config: dict, folder: Path, executor=None, warm: bool = False) -> 
     throughput; start-up is what (c) measures)."""
     os.environ["CTXCOMP_CACHE_DIR"] = str(folder / "cache")
     cfg = parse_config(config)
-    runner = Runner.create(cfg, folder / "run", progress=False, executor=executor)
+    runner = Runner(cfg, folder / "run", progress=False, executor=executor)
     if executor is not None:
         executor.share_examples(runner.worker)
     if warm:

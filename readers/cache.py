@@ -74,6 +74,10 @@ class CachedReader(Reader):
         """Whether ``generate`` would answer this request from the cache (for dry runs; counts nothing)."""
         return generation_key(self.inner.identity, request) in self.store
 
+    def forget(self, request: GenerationRequest) -> None:
+        """Drop this request's cached generation (an answer found unusable), so the next call asks again."""
+        self.store.delete(generation_key(self.inner.identity, request))
+
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
         identity = self.inner.identity
         keys = [generation_key(identity, r) for r in requests]

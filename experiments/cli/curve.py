@@ -35,17 +35,15 @@ def curve_shard_plan(cfg, out: Path, executor: str, ray_address: Optional[str], 
                      shards: Optional[Path], shard_size: Optional[int]):
     """The shard plan for the config's open-domain tasks (None: index as always); shard folders go under
     ``OUT/shards`` unless ``--shards`` names one, which then serves one corpus and encoder only."""
-    from retrievers.dense import DenseRetriever
-    from retrievers.registry import make_retriever
+    from experiments.run.examples import is_dense
 
     retrievers = [t.open_domain.retriever.spec for t in cfg.tasks if t.open_domain is not None]
     plan = shard_plan(executor, ray_address, workers, shards, shard_size, out / "shards", retrievers)
     if plan is not None and shards is not None:
-        built = [(t.open_domain.corpus or t.path, make_retriever(t.open_domain.retriever.spec)) for t in cfg.tasks
-                 if t.open_domain is not None]
-        indexes = {(corpus, r.encoder.model_id, r.use_title) for corpus, r in built if isinstance(r, DenseRetriever)}
-        if len(indexes) > 1:
-            raise UserError(f"--shards names one folder, but the config has {len(indexes)} dense open-domain indexes "
+        dense = {(t.open_domain.corpus or t.path, t.open_domain.retriever.model_dump_json()) for t in cfg.tasks
+                 if t.open_domain is not None and is_dense(t.open_domain.retriever.spec)}
+        if len(dense) > 1:
+            raise UserError(f"--shards names one folder, but the config has {len(dense)} dense open-domain indexes "
                             f"(corpus x encoder); drop --shards (with --executor ray each gets a folder under {out / 'shards'})")
     return plan
 
@@ -72,10 +70,7 @@ def curve(
     from experiments.cli.run import execute
     from experiments.report.cells import load_run
     from experiments.report.curve import curve_rows, curve_table
-    from experiments.report.write import write_report
-    from experiments.run.api import open_run
     from experiments.run.config import load_config, parse_config
-    from experiments.run.encode import using_shards
 
     if config is not None:
         cfg = load_config(config)
@@ -90,18 +85,11 @@ def curve(
         cfg = parse_config(curve_config(litm, retriever_spec(retriever, retriever_param), reader or ["smollm2"],
                                         k_list, limit, query_aware), "ctxcomp curve options")
     plan = curve_shard_plan(cfg, out, executor, ray_address, workers, shards, shard_size)
-    with using_shards(plan):  # not part of the config: the passages each question gets are the same either way
-        runner = open_run(cfg, out)
-        try:
-            stats = execute(runner)
-        finally:
-            runner.close()
-    typer.echo(f"{stats.predicted} predicted, {stats.already_done} already done, {stats.failed} failed "
-               f"({stats.model_calls} reader calls, {stats.wall_s:.0f} s)", err=True)
-    _, paths = write_report(out)
+    result = execute(cfg, out, plain=plain_output(plain), shards=plan, summary=False)
     rows = curve_rows(load_run(out))
     if not rows:
         raise UserError(f"{out}: the run has no open-domain task cut by top_k, so there is no curve to draw")
     print_table(*curve_table(rows), plain=plain_output(plain))
-    typer.echo(f"wrote {out / 'curve.csv'}, {out / 'curve.json'}, {out / 'report.md'}" +
-               "".join(f", {p}" for p in paths if p.name.startswith("curve")))
+    plots = sorted((out / "plots").glob("curve*")) if (out / "plots").is_dir() else []
+    typer.echo(f"wrote {out / 'curve.csv'}, {out / 'curve.json'}, {out / 'report.md'}" + "".join(f", {p}" for p in plots)
+               + f" ({result.stats.wall_s:.0f} s)")

@@ -39,8 +39,9 @@ def judge(
     plain: bool = typer.Option(False, "--plain", help="Plain Markdown tables (the default when stdout is not a terminal)."),
 ) -> None:
     """Judge every prediction of RUN_DIR not judged yet; write judgements.jsonl and add the rates to the report."""
-    from experiments.report.judge import judge_run, judged_cells, judged_table
+    from experiments.report.judged import judged_cells, judged_table
     from experiments.report.write import write_report
+    from experiments.run.judge import judge_run
 
     stats = judge_run(run_dir, judge_spec(judge, judge_param), protocol=protocol, against=against)
     typer.echo(f"judged {stats.judged}, {stats.already_done} already judged, {stats.failed} failed, "

@@ -26,23 +26,12 @@ def quickstart(
     plain: bool = typer.Option(False, "--plain", help="Plain Markdown tables (the default when stdout is not a terminal)."),
 ) -> None:
     """Full context vs BM25 vs MiniLM retrieval on synthetic multi-document QA and KV retrieval, offline."""
-    from experiments.cli.run import execute, print_report
-    from experiments.data.store import CONFIG
-    from experiments.run.api import open_run
-    from experiments.run.config import load_config
+    from experiments.cli.run import execute
+    from experiments.run.api import resolve_config
 
     overrides = parse_overrides(set_)
     if reader:
         overrides["readers"] = [{"name": reader}]
-    cfg = load_config(packaged_config("quickstart"), overrides)
     out = out or Path("runs/quickstart" + (f"-{reader}" if reader else ""))
-    if (out / CONFIG).is_file():
-        typer.echo(f"{out} holds an earlier quickstart; resuming it (delete the folder to start afresh)")
-    runner = open_run(cfg, out)
-    try:
-        stats = execute(runner)
-    finally:
-        runner.close()
-    typer.echo(f"{stats.predicted} predicted, {stats.already_done} reused, {stats.failed} failed, "
-               f"{stats.model_calls} reader calls, {stats.wall_s:.0f} s")
-    print_report(runner.run_dir, plain=plain_output(plain))
+    config, _ = resolve_config(packaged_config("quickstart"), overrides)
+    execute(config, out, plain=plain_output(plain))

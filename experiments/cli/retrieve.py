@@ -9,6 +9,7 @@ from typing import List, Optional
 import typer
 
 from core.errors import UserError
+from core.registry import ComponentSpec
 from experiments.cli.errors import parse_overrides, user_errors
 
 
@@ -26,24 +27,39 @@ def shard_plan(executor: str, ray_address: Optional[str], workers: Optional[int]
     a retriever that is not dense, a missing Ray and an unreachable ``--ray-address`` are one-line errors
     here, before any work.
     """
-    from experiments.run.encode import DEFAULT_SHARD_SIZE, ShardPlan, is_dense
+    from experiments.run.examples import is_dense
+    from experiments.run.sharding import ShardPlan
+    from retrievers.shards import DEFAULT_SHARD_SIZE
 
     if executor not in ("local", "ray"):
         raise UserError(f"--executor must be 'local' or 'ray', got {executor!r}")
-    if executor == "local" and shards is None:
-        given = [name for name, value in (("--ray-address", ray_address), ("--workers", workers),
-                                          ("--shard-size", shard_size)) if value is not None]
+    if executor == "local":
+        ray_only = [("--ray-address", ray_address), ("--workers", workers)]
+        given = [name for name, value in ray_only + ([("--shard-size", shard_size)] if shards is None else [])
+                 if value is not None]
         if given:
-            raise UserError(f"{' and '.join(given)} need(s) --executor ray or --shards DIR")
-        return None
-    if not any(is_dense(r) for r in retrievers):
-        names = ", ".join(repr(r["name"] if isinstance(r, dict) else getattr(r, "name", r)) for r in retrievers)
+            raise UserError(f"{' and '.join(given)} need(s) --executor ray" + (" or --shards DIR" if shards is None else ""))
+        if shards is None:
+            return None
+    sections = [ComponentSpec.parse(r, "retriever") for r in retrievers]
+    if not any(is_dense(r) for r in sections):
+        names = ", ".join(repr(r.name) for r in sections)
         raise UserError(f"--shards and --executor ray need a dense retriever (contriever, minilm, "
                         f"sentence-transformers, openai, ...); got {names or 'none'}")
-    plan = ShardPlan(folder=shards, root=root, executor=executor, address=ray_address, workers=workers,
+    if workers is not None and workers < 1:
+        raise UserError(f"--workers must be >= 1, got {workers}")
+    if ray_address is not None and not ray_address.strip():
+        raise UserError("--ray-address is empty; give 'auto', HOST:PORT or ray://HOST:PORT")
+    if shard_size is not None and shard_size < 1:
+        raise UserError(f"--shard-size must be >= 1, got {shard_size}")
+    if executor == "ray":  # a missing Ray or an unreachable address: one line now, not after the corpus loads
+        from experiments.run.ray_pool import check_address, import_ray
+
+        import_ray()
+        if ray_address is not None:
+            check_address(ray_address)
+    return ShardPlan(folder=shards, root=root, executor=executor, address=ray_address, workers=workers,
                      shard_size=DEFAULT_SHARD_SIZE if shard_size is None else shard_size, progress=True)
-    plan.check()
-    return plan
 
 
 @user_errors
@@ -71,7 +87,7 @@ def retrieve(
         retrieve_all,
         summarize,
     )
-    from experiments.run.encode import default_shard_root, sharded_retriever
+    from experiments.run.sharding import default_shard_root
     from retrievers.registry import make_retriever
 
     if k <= 0:
@@ -93,7 +109,7 @@ def retrieve(
         print(f"indexing {len(chunks)} passages with {engine.label} ...", file=sys.stderr)
         engine.index(chunks)
     else:
-        engine = sharded_retriever(spec, chunks, plan)
+        engine = plan.index(spec, chunks)
     # the summary reports recall@1/5/20 whatever -k is, so search deep enough for all of them;
     # only the top k are written out
     depth = max(k, 20) if json_out else k

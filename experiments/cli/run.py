@@ -1,12 +1,12 @@
 """``ctxcomp run``, ``ctxcomp report``, ``ctxcomp compare`` and ``ctxcomp show``."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import List, Optional
 
 import typer
 
+from core.errors import UserError
 from experiments.cli.errors import parse_overrides, plain_output, print_table, user_errors
 
 
@@ -26,50 +26,31 @@ def run(
     """Run an evaluation grid; predictions are appended and the run can be resumed.
 
     Running a config into a folder that already holds a run of the same config continues it (the same as
-    --resume); a folder holding another config is refused.
+    --resume); a folder holding another config's predictions is refused.
     """
-    from experiments.run.api import open_run
-    from experiments.run.config import load_config
-    from experiments.run.runner import Runner
+    from experiments.run.api import resolve_config
 
     if resume is not None:
-        if config is not None:
-            raise typer.BadParameter("give either CONFIG or --resume RUN_DIR, not both")
+        if config is not None or set_:
+            raise typer.BadParameter("give either CONFIG (with --set) or --resume RUN_DIR, not both")
+        source: Path = resume
     elif config is None:
         raise typer.BadParameter("missing CONFIG (or --resume RUN_DIR)")
-    cfg = None if resume is not None else load_config(config, parse_overrides(set_))
-    pool = None if dry_run else make_executor(executor, ray_address, workers)
-    try:
-        if resume is not None:
-            runner = Runner.resume(resume, executor=pool)
-        else:
-            run_dir = out or Path(cfg.output_dir or f"runs/{cfg.name}")
-            existing = (run_dir / "config.yaml").is_file()
-            runner = Runner(cfg, run_dir) if dry_run else open_run(cfg, run_dir, executor=pool)
-            if existing and not dry_run:  # said only once open_run found the same config there
-                typer.echo(f"{run_dir} holds a run of this config; continuing it", err=True)
-    except BaseException:
-        if pool is not None:
-            pool.close()
-        raise
-    if pool is not None:
-        pool.share_examples(runner.worker)
-    try:
-        if dry_run:
-            print_plan(runner, plain=plain_output(plain))
-            return
-        stats = execute(runner)
-    finally:
-        runner.close()
-    finish(runner.run_dir, stats, report=report, plain=plain_output(plain))
+    else:
+        source = config
+    cfg, held_in = resolve_config(source, parse_overrides(set_))
+    run_dir = out or held_in or Path(cfg.output_dir or f"runs/{cfg.name}")
+    if dry_run:
+        print_plan(cfg, run_dir, plain=plain_output(plain))
+        return
+    execute(cfg, run_dir, report=report, plain=plain_output(plain),
+            executor=make_executor(executor, ray_address, workers))
 
 
 def make_executor(kind: str, address: Optional[str], workers: Optional[int]):
-    """None for the local executor (the runner makes its own); a connected ``RayExecutor`` for 'ray'.
-
-    Options that only Ray takes are refused with the local executor rather than ignored.
-    """
-    from core.errors import UserError
+    """None for the local executor; a connected ``RayExecutor`` for 'ray'. Options only Ray takes are refused
+    with the local executor rather than ignored."""
+    from experiments.run.executors import make_executor as make
 
     if kind not in ("local", "ray"):
         raise UserError(f"--executor must be 'local' or 'ray', got {kind!r}")
@@ -77,39 +58,49 @@ def make_executor(kind: str, address: Optional[str], workers: Optional[int]):
         given = [name for name, value in (("--ray-address", address), ("--workers", workers)) if value is not None]
         if given:
             raise UserError(f"{' and '.join(given)} need(s) --executor ray")
-        return None
-    from experiments.run.ray_executor import RayExecutor
+    if workers is not None and workers < 1:
+        raise UserError(f"--workers must be >= 1, got {workers}")
+    if address is not None and not address.strip():
+        raise UserError("--ray-address is empty; give 'auto', HOST:PORT or ray://HOST:PORT")
+    return make(kind, address=address, workers=workers)
 
-    return RayExecutor(address, workers=workers)
 
+def execute(config, run_dir: Path, *, report: bool = True, plain: bool = True, executor=None, shards=None,
+            summary: bool = True):
+    """The one run lifecycle (``evaluate``) with what a person at a terminal needs: news, the resume command
+    after Ctrl-C, the failures, and the score table."""
+    from experiments.run.api import RunInterrupted, evaluate
 
-def execute(runner):
-    """Run, and on Ctrl-C say what was kept and how to continue (the lock is already released)."""
+    say = lambda message: typer.echo(message, err=True)  # noqa: E731
     try:
-        return runner.run()
-    except KeyboardInterrupt:
-        typer.echo(f"\ninterrupted: {runner.stats.predicted} prediction(s) of this session are saved in "
-                   f"{runner.run_dir}; continue with `ctxcomp run --resume {runner.run_dir}`", err=True)
+        result = evaluate(config, run_dir, report=report, executor=executor, shards=shards, notify=say)
+    except RunInterrupted as stop:
+        say(f"\n{stop.args[0]}; continue with `ctxcomp run --resume {run_dir}`")
         raise typer.Exit(130) from None
-
-
-def finish(run_dir: Path, stats, *, report: bool, plain: bool) -> None:
-    from core.files import write_atomic
-
+    finally:
+        if executor is not None:
+            executor.close()
+    stats = result.stats
     typer.echo(
         f"done: {stats.predicted} predicted, {stats.already_done} already done, {stats.failed} failed; "
         f"{stats.model_calls} reader calls, {stats.cache_hits} cache hits, {stats.retries} retries, {stats.wall_s:.1f} s"
     )
-    write_atomic(run_dir / "stats.json", json.dumps(stats.as_dict(), indent=2))
     if stats.failed:
-        typer.echo(f"warning: {stats.failed} example(s) failed and are excluded from scores; see "
-                   f"{run_dir / 'failures.jsonl'}; retry with `ctxcomp run --resume {run_dir}`", err=True)
-    if report:
-        print_report(run_dir, plain=plain)
+        say(f"warning: {stats.failed} example(s) failed and are excluded from scores; see "
+            f"{run_dir / 'failures.jsonl'}; retry with `ctxcomp run --resume {run_dir}`")
+    if report and summary:
+        print_scores(run_dir, plain=plain)
+    return result
 
 
-def print_plan(runner, *, plain: bool) -> None:
-    rows = runner.plan()
+def print_plan(config, run_dir: Path, *, plain: bool) -> None:
+    from experiments.run.driver import Runner
+
+    runner = Runner(config, run_dir)
+    try:
+        rows = runner.plan()
+    finally:
+        runner.close()
     header = ["task", "compressor", "reader", "config", "examples", "pending", "reader calls", "cache hits",
               "prompt tokens", "texts encoded"]
     body = [[r.task, r.compressor, r.reader, r.config_hash, str(r.examples), str(r.pending),
@@ -130,16 +121,16 @@ def print_plan(runner, *, plain: bool) -> None:
     )
 
 
-def print_report(run_dir: Path, *, plain: bool = True) -> None:
-    """Write the report and print its score table (Markdown pastes into a paper draft or an issue as is)."""
+def print_scores(run_dir: Path, *, plain: bool = True) -> None:
+    """Print the score table of a reported run (Markdown pastes into a paper draft or an issue as is)."""
     from experiments.report.cells import load_run
     from experiments.report.tables import score_table
-    from experiments.report.write import write_report
 
-    _, plots = write_report(run_dir)
     data = load_run(run_dir)
     print_table(*score_table(data.cells, data.items()), plain=plain)
-    typer.echo(f"report: {Path(run_dir) / 'report.md'}" + (f"; {len(plots)} plot file(s) in {Path(run_dir) / 'plots'}" if plots else ""))
+    plots = sorted((Path(run_dir) / "plots").glob("*")) if (Path(run_dir) / "plots").is_dir() else []
+    typer.echo(f"report: {Path(run_dir) / 'report.md'}" + (f"; {len(plots)} plot file(s) in {Path(run_dir) / 'plots'}"
+                                                           if plots else ""))
 
 
 @user_errors

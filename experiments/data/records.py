@@ -1,11 +1,16 @@
-"""The example record every loader produces and every later stage reads, and how multi-document contexts render."""
+"""The records of ctxcomp: the example every loader produces, and the typed lines of a run directory."""
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any, TypeVar
 
+from core.errors import UserError
 from indexes.types import Passage
+
+R = TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -54,3 +59,158 @@ def split_swept_id(example_id: str) -> tuple[str, int] | None:
     """``("q7", 4)`` for ``"q7@gold4"`` or ``"q7@key4"``; ``None`` for an id no sweep made."""
     m = _SWEPT_ID.search(example_id)
     return (example_id[: m.start()], int(m.group(1))) if m else None
+
+
+# -- the records of a run directory -----------------------------------------------------------------------------------
+#
+# One line of predictions.jsonl, traces.jsonl, failures.jsonl or judgements.jsonl is one of the dataclasses below,
+# written with its fields in declaration order and read back by ``parse_record``, which names the file, the line and
+# the missing field when a line is not what it should be.  Fields added after a run was written have defaults, so an
+# older run directory still reads.
+
+
+class RunFileError(UserError):
+    """A line of a run directory's log is not a record: ``FILE:LINE: missing field 'score'``."""
+
+
+RecordKey = tuple[str, str, str]
+
+
+@dataclass(kw_only=True)
+class Keyed:
+    """The fields that key a prediction, trace or failure line and name it in reports."""
+
+    task: str
+    spec: str = ""
+    id: str
+    config_hash: str
+    compressor: str
+    compressor_kind: str = ""
+    reader: str
+
+    @property
+    def key(self) -> RecordKey:
+        """(task, example id, config hash): what a resumed run skips and a report pairs on."""
+        return (self.task, self.id, self.config_hash)
+
+    @property
+    def spec_name(self) -> str:
+        """The task spec behind ``task`` (a task ``label`` may rename it)."""
+        return self.spec or self.task
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON object of one line, fields in declaration order (optional empty ones left out)."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        for name in _OMITTED_WHEN_EMPTY.get(type(self).__name__, ()):
+            if not out[name]:
+                del out[name]
+        return out
+
+
+@dataclass(kw_only=True)
+class Prediction(Keyed):
+    """One scored prediction: what the reader saw and said, its score, and what it cost."""
+
+    query: str = ""
+    prompt_hash: str = ""
+    prediction: str
+    answers: list[str] = field(default_factory=list)
+    metric: str
+    score: float
+    answer_in_context: bool | None = None
+    length: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    reader_tokens_in: int = 0
+    reader_tokens_out: int = 0
+    truncated: bool = False
+    latency_s: float = 0.0
+    compress_s: float = 0.0
+    cost_usd: float = 0.0
+    cached: bool = False
+    retries: int = 0
+    kept_chunks: list[str] = field(default_factory=list)
+    chunk_scores: list[float | None] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+    source: str = ""
+    score_parts: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(kw_only=True)
+class Trace(Keyed):
+    """A compressor's intermediates for one prediction (ranking with scores, summaries, kept text)."""
+
+    compressor_identity: str = ""
+    kept_chunks: list[str] = field(default_factory=list)
+    trace: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(kw_only=True)
+class Failure(Keyed):
+    """An example that could not be predicted (compression refused, a remote fault after retries)."""
+
+    stage: str
+    reason: str
+    retries: int = 0
+    time: float = 0.0
+
+
+@dataclass(kw_only=True)
+class Judgement:
+    """A judge's verdict on one prediction, under one protocol, judge and opponent."""
+
+    task: str
+    id: str
+    config_hash: str
+    compressor: str
+    reader: str
+    protocol: str
+    judge: str
+    against: str
+    status: str
+    value: float | None = None
+    parts: dict[str, Any] = field(default_factory=dict)
+    reason: str | None = None
+
+    @property
+    def key(self) -> tuple[str, ...]:
+        return (self.task, self.id, self.config_hash, self.protocol, self.judge, self.against)
+
+    as_dict = Keyed.as_dict
+
+
+_OMITTED_WHEN_EMPTY = {"Prediction": ("score_parts",)}
+_REQUIRED: dict[type, tuple[str, ...]] = {}
+_TEXT_FIELDS = ("task", "id", "config_hash", "compressor", "reader")
+
+
+def _required(cls: type) -> tuple[str, ...]:
+    if cls not in _REQUIRED:
+        _REQUIRED[cls] = tuple(f.name for f in fields(cls)
+                               if f.default is MISSING and f.default_factory is MISSING)  # type: ignore[misc]
+    return _REQUIRED[cls]
+
+
+def parse_record(cls: type[R], obj: Any, where: str) -> R:
+    """``obj`` (one parsed JSON line) as a ``cls`` record; a ``RunFileError`` naming ``where`` and the field otherwise.
+
+    Keys the record does not know (written by a newer ctxcomp) are ignored.
+    """
+    if not isinstance(obj, dict):
+        raise RunFileError(f"{where}: not a JSON object but {type(obj).__name__}")
+    missing = [name for name in _required(cls) if name not in obj]
+    if missing:
+        raise RunFileError(f"{where}: missing field {', '.join(map(repr, missing))}")
+    for name in _TEXT_FIELDS:
+        if name in obj and not isinstance(obj[name], str):
+            raise RunFileError(f"{where}: field {name!r} must be a string, got {obj[name]!r}")
+    score = obj.get("score")
+    if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float))):
+        raise RunFileError(f"{where}: field 'score' must be a number, got {score!r}")
+    names = _field_names(cls)
+    return cls(**{k: v for k, v in obj.items() if k in names})
+
+
+@functools.lru_cache(maxsize=None)
+def _field_names(cls: type) -> frozenset[str]:
+    return frozenset(f.name for f in fields(cls))

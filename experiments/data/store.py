@@ -1,82 +1,156 @@
-"""Files on disk: append-only JSONL logs that survive SIGKILL, atomic writes, plain JSONL output, run-dir names.
+"""A run directory on disk: its file names, and its append-only logs of typed records.
 
-A run directory is read by the runner (to resume) and by the report (to
-score), so its file names and the key of a record live here, below both.
+A run directory is written by the run (under its lock) and read by reports,
+``show``, ``compare`` and the view, so its names and its log format live
+here, below all of them.  Reading never writes: a torn last line (a kill or a
+full disk in the middle of a write) is skipped with a warning, and only a run
+that holds the lock repairs it (:meth:`RunLog.repair`).  A bad line anywhere
+else is a ``RunFileError`` naming the file, the line and the field.
 """
 from __future__ import annotations
 
 import gzip
 import json
+import logging
 import os
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Generic, TypeVar
+
+from core.files import append_line, disk_error
+from experiments.data.records import Failure, Judgement, Prediction, RunFileError, Trace, parse_record
+
+log = logging.getLogger(__name__)
 
 PREDICTIONS = "predictions.jsonl"
 FAILURES = "failures.jsonl"
 TRACES = "traces.jsonl"
+JUDGEMENTS = "judgements.jsonl"
 CONFIG = "config.yaml"
 GRID = "grid.json"
+STATS = "stats.json"
 LOCK = ".lock"
 
-
-def record_key(record: dict[str, Any]) -> tuple[str, str, str]:
-    """What identifies a prediction, failure or trace line: (task, example id, config hash)."""
-    return (record["task"], record["id"], record["config_hash"])
+R = TypeVar("R", Prediction, Failure, Trace, Judgement)
 
 
-class JsonlLog:
-    """An append-only JSONL file.
+class RunLog(Generic[R]):
+    """One append-only JSONL log of ``kind`` records.
 
-    Each record is written with a single ``os.write`` of the complete line and
-    then fsync'ed, so after a kill the file holds whole records plus at most
-    one torn last line, which ``recover`` detects and cuts off.
+    Each record is appended with a single ``write`` of the complete line and an
+    ``fsync`` (``core.files.append_line``, which undoes a short write), so after
+    a kill the file holds whole records plus at most one torn last line.
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, kind: type[R]) -> None:
         self.path = Path(path)
+        self.kind = kind
         self.discarded_bytes = 0
 
-    def recover(self) -> list[dict[str, Any]]:
-        """Read all complete records; truncate a torn or unparsable last line in place."""
+    def read(self) -> list[R]:
+        """Every complete record; a torn last line is skipped with a warning and left as it is."""
+        records, good_end, size = self._scan()
+        if good_end < size:
+            log.warning("%s: skipped a torn last line (%d bytes, from a write that was cut off); the next "
+                        "`ctxcomp run --resume` repairs it", self.path, size - good_end)
+        return records
+
+    def repair(self) -> list[R]:
+        """Every complete record, after cutting a torn last line off the file; only a run holding the lock calls this."""
+        records, good_end, size = self._scan()
+        if good_end < size:
+            self.discarded_bytes = size - good_end
+            try:
+                with open(self.path, "r+b") as fh:
+                    fh.truncate(good_end)
+                    fh.flush()
+                    os.fsync(fh.fileno())
+            except OSError as err:
+                raise disk_error(self.path, err) from None
+        return records
+
+    def append(self, record: R) -> None:
+        line = json.dumps(record.as_dict(), ensure_ascii=False, default=str) + "\n"
+        append_line(self.path, line.encode("utf-8"))
+
+    def _scan(self) -> tuple[list[R], int, int]:
+        """(records, end of the last whole line, file size); raises on a bad line that is not the last."""
         if not self.path.exists():
-            return []
+            return [], 0, 0
+        if self.path.is_dir():
+            raise RunFileError(f"{self.path} is a directory, not a log file")
         data = self.path.read_bytes()
-        records: list[dict[str, Any]] = []
-        good_end = 0
-        pos = 0
+        records: list[R] = []
+        pos = good_end = 0
+        line_no = 0
         while pos < len(data):
             nl = data.find(b"\n", pos)
             if nl == -1:
                 break  # no newline: the last write was torn
-            line = data[pos:nl]
+            line_no += 1
+            where = f"{self.path}:{line_no}"
             try:
-                record = json.loads(line)
+                obj = json.loads(data[pos:nl])
             except (json.JSONDecodeError, UnicodeDecodeError):
-                if data.find(b"\n", nl + 1) != -1:
-                    raise ValueError(f"{self.path}:{len(records) + 1}: corrupt record in the middle of the log") from None
-                break
-            records.append(record)
+                if nl + 1 < len(data):
+                    raise RunFileError(f"{where}: not a JSON record (a corrupt line in the middle of the log); "
+                                       "delete the line or restore the file") from None
+                break  # the last line: torn, though its newline made it to disk
+            records.append(parse_record(self.kind, obj, where))
             pos = good_end = nl + 1
-        if good_end < len(data):
-            self.discarded_bytes = len(data) - good_end
-            with open(self.path, "r+b") as fh:
-                fh.truncate(good_end)
-                fh.flush()
-                os.fsync(fh.fileno())
-        return records
+        return records, good_end, len(data)
 
-    def append(self, record: dict[str, Any]) -> None:
-        line = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8")
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+@dataclass(frozen=True)
+class RunDir:
+    """The files of one run directory, by name."""
+
+    path: Path
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "path", Path(self.path))
+
+    @property
+    def predictions(self) -> RunLog[Prediction]:
+        return RunLog(self.path / PREDICTIONS, Prediction)
+
+    @property
+    def failures(self) -> RunLog[Failure]:
+        return RunLog(self.path / FAILURES, Failure)
+
+    @property
+    def traces(self) -> RunLog[Trace]:
+        return RunLog(self.path / TRACES, Trace)
+
+    @property
+    def judgements(self) -> RunLog[Judgement]:
+        return RunLog(self.path / JUDGEMENTS, Judgement)
+
+    def logs(self) -> list[RunLog[Any]]:
+        """Every log a run continues, in the order a run writes a unit's lines."""
+        return [self.traces, self.predictions, self.failures, self.judgements]
+
+    def prompt_path(self, prompt_hash: str) -> Path:
+        return self.path / "prompts" / prompt_hash[:2] / f"{prompt_hash}.txt"
+
+    def require(self) -> "RunDir":
+        """This directory, or a ``UserError`` saying it holds no run."""
+        if self.path.is_file():
+            raise RunFileError(f"{self.path} is a file, not a run directory")
+        if not (self.path / PREDICTIONS).exists() and not (self.path / FAILURES).exists():
+            raise RunFileError(f"{self.path} holds no {PREDICTIONS}; is it a run directory?")
+        return self
+
+    def manifest(self) -> dict[str, Any]:
+        """``grid.json``: the grid in config order (empty for runs older than the manifest)."""
+        path = self.path / GRID
+        if not path.is_file():
+            return {}
         try:
-            os.write(fd, line)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        return iter(self.recover())
+            return json.loads(path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as err:
+            raise RunFileError(f"{path}: not valid JSON ({err}); delete it and `ctxcomp run --resume` rewrites it") from None
 
 
 def write_jsonl(records: Iterable[dict[str, Any]], path: str | Path) -> Path:

@@ -40,7 +40,7 @@ class PassageIndex:
     Each hit comes back with its retrieval ``score``.
 
     ``index_with(retriever, chunks)`` builds the indexed retriever another way
-    (embedding shards: ``experiments.run.encode.sharded_retriever``); it must
+    (embedding shards: ``experiments.run.sharding.ShardPlan.index``); it must
     search as ``make_retriever(retriever).index(chunks)`` would.
     """
 

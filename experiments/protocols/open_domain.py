@@ -17,6 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from core.errors import UserError
+from core.progress import progress_bar
 from experiments.data.records import Example, render_litm_documents
 from experiments.protocols.corpus import IndexWith, PassageIndex
 from indexes.types import Passage
@@ -36,11 +37,9 @@ def open_domain_examples(questions: Sequence[Example], corpus: Sequence[Passage]
     if not questions:
         raise UserError("no questions to retrieve for")
     index = PassageIndex(corpus, retriever, index_with=index_with)
-    from tqdm.auto import tqdm
-
     out: list[Example] = []
-    with tqdm(total=len(questions), desc=f"retrieve ({index.retriever.label})", unit="q", leave=False,
-              disable=not progress) as bar:
+    with progress_bar(len(questions), f"retrieve ({index.retriever.label})", unit="q", leave=False,
+                      enabled=progress) as bar:
         for lo in range(0, len(questions), SEARCH_BATCH):
             batch = list(questions[lo: lo + SEARCH_BATCH])
             for q, hits in zip(batch, index.search([q.query for q in batch], depth)):

@@ -7,7 +7,6 @@ prediction lines it averages.
 """
 from __future__ import annotations
 
-import json
 import statistics
 from collections import defaultdict
 from collections.abc import Sequence
@@ -16,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import UnknownComponentError, UserError
-from experiments.data.store import FAILURES, GRID, PREDICTIONS, TRACES, JsonlLog, record_key
+from experiments.data.records import Failure, Prediction, RecordKey, Trace
+from experiments.data.store import RunDir
 from experiments.report.stats import MIN_PAIRS, PairedDelta, mean_interval, paired_delta
 from experiments.scoring.registry import ItemScore, aggregate, length_bucket
 from experiments.tasks.specs import get_task
@@ -73,8 +73,8 @@ class Cell:
 @dataclass
 class RunData:
     run_dir: Path
-    predictions: list[dict[str, Any]]
-    failures: list[dict[str, Any]]
+    predictions: list[Prediction]
+    failures: list[Failure]
     cells: list[Cell]
     manifest: dict[str, Any]
 
@@ -83,10 +83,10 @@ class RunData:
         return item_scores(self.predictions)
 
 
-def item_scores(predictions: Sequence[dict[str, Any]]) -> dict[tuple[str, str], dict[str, float]]:
+def item_scores(predictions: Sequence[Prediction]) -> dict[tuple[str, str], dict[str, float]]:
     out: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
     for r in predictions:
-        out[(r["task"], r["config_hash"])][r["id"]] = float(r["score"])
+        out[(r.task, r.config_hash)][r.id] = float(r.score)
     return out
 
 
@@ -133,7 +133,7 @@ def _family(spec_name: str) -> str:
         return ""
 
 
-def compute_cells(predictions: Sequence[dict[str, Any]], failures: Sequence[dict[str, Any]] = (),
+def compute_cells(predictions: Sequence[Prediction], failures: Sequence[Failure] = (),
                   manifest: dict[str, Any] | None = None) -> list[Cell]:
     """Aggregate prediction lines into cells with the task's metric (LongBench: 100 x mean, 2 decimals).
 
@@ -141,55 +141,55 @@ def compute_cells(predictions: Sequence[dict[str, Any]], failures: Sequence[dict
     given, else in order of first appearance.  Two grid points that share a
     label are told apart by their config hash.
     """
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    groups: dict[tuple[str, str], list[Prediction]] = defaultdict(list)
     for rec in predictions:
-        groups[(rec["task"], rec["config_hash"])].append(rec)
-    recorded = {record_key(r) for r in predictions}
+        groups[(rec.task, rec.config_hash)].append(rec)
+    recorded = {r.key for r in predictions}
     failed: dict[tuple[str, str], set[str]] = defaultdict(set)
-    heads: dict[tuple[str, str], dict[str, Any]] = {}
+    heads: dict[tuple[str, str], Prediction | Failure] = {}
     for f in failures:
-        if record_key(f) not in recorded:
-            failed[(f["task"], f["config_hash"])].add(f["id"])
-            heads.setdefault((f["task"], f["config_hash"]), f)
+        if f.key not in recorded:
+            failed[(f.task, f.config_hash)].add(f.id)
+            heads.setdefault((f.task, f.config_hash), f)
     order = _order(manifest, list(groups) + [k for k in failed if k not in groups])
     cells = []
     for key in sorted(set(groups) | set(failed), key=lambda k: order.get(k, (10**6, 10**6))):
         recs = groups.get(key, [])
         head = recs[0] if recs else heads[key]
-        spec_name = head.get("spec") or key[0]
-        metric = recs[0]["metric"] if recs else ""
-        items = [ItemScore(float(r["score"]), r.get("score_parts") or {}) for r in recs]
+        spec_name = head.spec_name
+        metric = recs[0].metric if recs else ""
+        items = [ItemScore(float(r.score), r.score_parts or {}) for r in recs]
         buckets: dict[str, list[float]] = defaultdict(list)
         positions: dict[str, list[float]] = defaultdict(list)
         family = _family(spec_name)
         for r in recs:
-            meta = r.get("meta") or {}
+            meta = r.meta or {}
             if "length_bucket" in meta:
-                buckets[str(meta["length_bucket"])].append(float(r["score"]))
+                buckets[str(meta["length_bucket"])].append(float(r.score))
             elif family == "longbench":
-                buckets[length_bucket(int(r.get("length") or 0))].append(float(r["score"]))
+                buckets[length_bucket(int(r.length or 0))].append(float(r.score))
             pos = position_key(meta)
             if pos is not None:
-                positions[pos].append(float(r["score"]))
-        in_context = [bool(r["answer_in_context"]) for r in recs if r.get("answer_in_context") is not None]
-        tok_in = sum(r["tokens_in"] for r in recs)
-        tok_out = sum(r["tokens_out"] for r in recs)
+                positions[pos].append(float(r.score))
+        in_context = [bool(r.answer_in_context) for r in recs if r.answer_in_context is not None]
+        tok_in = sum(r.tokens_in for r in recs)
+        tok_out = sum(r.tokens_out for r in recs)
         cells.append(Cell(
-            task=key[0], category=_category(spec_name), compressor=head["compressor"], reader=head["reader"],
+            task=key[0], category=_category(spec_name), compressor=head.compressor, reader=head.reader,
             config_hash=key[1], metric=metric, score=aggregate(metric, items) if items else float("nan"),
             n=len(recs), n_failed=len(failed.get(key, ())),
-            tokens_in=_mean(r["tokens_in"] for r in recs), tokens_out=_mean(r["tokens_out"] for r in recs),
+            tokens_in=_mean(r.tokens_in for r in recs), tokens_out=_mean(r.tokens_out for r in recs),
             ratio=round(tok_in / tok_out, 3) if tok_out else float("nan"),
-            reader_tokens_in=_mean(r["reader_tokens_in"] for r in recs),
-            reader_tokens_out=_mean(r["reader_tokens_out"] for r in recs),
-            cost_usd=round(sum(r.get("cost_usd", 0.0) for r in recs), 6),
-            latency_s=_mean(r["latency_s"] for r in recs), compress_s=_mean(r.get("compress_s", 0.0) for r in recs),
-            cache_hits=sum(1 for r in recs if r.get("cached")),
+            reader_tokens_in=_mean(r.reader_tokens_in for r in recs),
+            reader_tokens_out=_mean(r.reader_tokens_out for r in recs),
+            cost_usd=round(sum(r.cost_usd for r in recs), 6),
+            latency_s=_mean(r.latency_s for r in recs), compress_s=_mean(r.compress_s for r in recs),
+            cache_hits=sum(1 for r in recs if r.cached),
             answer_in_context=round(100 * sum(in_context) / len(in_context), 2) if in_context else None,
             buckets={b: _pct(v) for b, v in sorted(buckets.items())},
             by_position={p: _pct(v) for p, v in sorted(positions.items(), key=lambda kv: pos_order(kv[0]))},
             by_position_ci={p: _interval(v) for p, v in sorted(positions.items(), key=lambda kv: pos_order(kv[0]))},
-            compressor_kind=head.get("compressor_kind", ""), order=order.get(key, (10**6, 10**6)),
+            compressor_kind=head.compressor_kind, order=order.get(key, (10**6, 10**6)),
         ))
     _disambiguate(cells)
     _attach_deltas(cells, item_scores(predictions))
@@ -238,21 +238,13 @@ def paired_vs(base: dict[str, float], other: dict[str, float], strata: dict[str,
                         strata=[strata[i] for i in ids] if strata else None)
 
 
-def load_manifest(run_dir: Path) -> dict[str, Any]:
-    path = run_dir / GRID
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-
-
 def load_run(run_dir: str | Path) -> RunData:
-    run_dir = Path(run_dir)
-    if not (run_dir / PREDICTIONS).exists() and not (run_dir / FAILURES).exists():
-        raise UserError(f"{run_dir} holds no {PREDICTIONS}; is it a run directory?")
-    preds = JsonlLog(run_dir / PREDICTIONS).recover()
-    fails = JsonlLog(run_dir / FAILURES).recover()
-    manifest = load_manifest(run_dir)
-    return RunData(run_dir, preds, fails, compute_cells(preds, fails, manifest), manifest)
+    """A run directory's records, read without writing, and its cells."""
+    files = RunDir(Path(run_dir)).require()
+    preds, fails, manifest = files.predictions.read(), files.failures.read(), files.manifest()
+    return RunData(files.path, preds, fails, compute_cells(preds, fails, manifest), manifest)
 
 
-def load_traces(run_dir: str | Path) -> dict[tuple[str, str, str], dict[str, Any]]:
+def load_traces(run_dir: str | Path) -> dict[RecordKey, Trace]:
     """The trace of every prediction by its key (a trace written twice across a resume: the last wins)."""
-    return {record_key(t): t for t in JsonlLog(Path(run_dir) / TRACES).recover()}
+    return {t.key: t for t in RunDir(Path(run_dir)).traces.read()}

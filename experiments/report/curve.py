@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from core.files import write_atomic
-from experiments.data.store import record_key
+from experiments.data.records import Prediction
 from experiments.report.cells import RunData
 from experiments.report.stats import format_delta, format_p, mean_interval, paired_delta
 
@@ -59,20 +59,20 @@ def _k_of(point: Mapping[str, Any]) -> int | None:
     return k if isinstance(k, int) else None
 
 
-def _curve_groups(data: RunData) -> tuple[dict[tuple[str, str, int], list[dict[str, Any]]], dict[tuple[str, str, int], int]]:
+def _curve_groups(data: RunData) -> tuple[dict[tuple[str, str, int], list[Prediction]], dict[tuple[str, str, int], int]]:
     """The open-domain predictions of each (task, reader, k), and how many examples of each failed for good."""
     k_of = {p["config_hash"]: _k_of(p) for p in data.manifest.get("points", [])}
-    recorded = {record_key(r) for r in data.predictions}
-    groups: dict[tuple[str, str, int], list[dict[str, Any]]] = defaultdict(list)
+    recorded = {r.key for r in data.predictions}
+    groups: dict[tuple[str, str, int], list[Prediction]] = defaultdict(list)
     failed: dict[tuple[str, str, int], int] = defaultdict(int)
     for r in data.predictions:
-        k = k_of.get(r["config_hash"])
-        if k is not None and (r.get("meta") or {}).get("protocol") == "open_domain":
-            groups[(r["task"], r["reader"], k)].append(r)
+        k = k_of.get(r.config_hash)
+        if k is not None and (r.meta or {}).get("protocol") == "open_domain":
+            groups[(r.task, r.reader, k)].append(r)
     for f in data.failures:
-        k = k_of.get(f["config_hash"])
-        if k is not None and record_key(f) not in recorded:
-            failed[(f["task"], f["reader"], k)] += 1
+        k = k_of.get(f.config_hash)
+        if k is not None and f.key not in recorded:
+            failed[(f.task, f.reader, k)] += 1
     return groups, failed
 
 
@@ -85,8 +85,8 @@ def curve_rows(data: RunData) -> list[CurveRow]:
         if not recs:
             rows.append(CurveRow(*key, None, None, None, None, 0, failed[key], f"all {failed[key]} examples failed"))
             continue
-        rec = mean_interval([1.0 if r.get("answer_in_context") else 0.0 for r in recs])
-        acc = mean_interval([float(r["score"]) for r in recs])
+        rec = mean_interval([1.0 if r.answer_in_context else 0.0 for r in recs])
+        acc = mean_interval([float(r.score) for r in recs])
         rows.append(CurveRow(*key, rec.mean, (rec.lo, rec.hi), acc.mean, (acc.lo, acc.hi), len(recs), failed.get(key, 0)))
     return rows
 
@@ -114,14 +114,14 @@ def curve_contrasts(data: RunData) -> tuple[list[str], list[list[str]]]:
         ks = sorted(k for t, rd, k in groups if (t, rd) == (task, reader))
         if len(ks) < 2:
             continue
-        lo = {r["id"]: r for r in groups[(task, reader, ks[0])]}
-        hi = {r["id"]: r for r in groups[(task, reader, ks[-1])]}
+        lo = {r.id: r for r in groups[(task, reader, ks[0])]}
+        hi = {r.id: r for r in groups[(task, reader, ks[-1])]}
         ids = [i for i in lo if i in hi]
         if not ids:
             continue
-        found = lambda r: 1.0 if r.get("answer_in_context") else 0.0  # noqa: E731
+        found = lambda r: 1.0 if r.answer_in_context else 0.0  # noqa: E731
         recall = paired_delta([found(lo[i]) for i in ids], [found(hi[i]) for i in ids])
-        accuracy = paired_delta([float(lo[i]["score"]) for i in ids], [float(hi[i]["score"]) for i in ids])
+        accuracy = paired_delta([float(lo[i].score) for i in ids], [float(hi[i].score) for i in ids])
         body.append([task, reader, f"{ks[-1]} vs {ks[0]}", format_delta(recall), format_p(recall), format_delta(accuracy),
                      format_p(accuracy), str(len(ids))])
     return header, body

@@ -6,7 +6,8 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import UserError
-from experiments.data.store import FAILURES, PREDICTIONS, JsonlLog, record_key
+from experiments.data.records import Trace
+from experiments.data.store import RunDir
 from experiments.report.cells import load_traces
 
 MAX_RANKING = 20
@@ -16,13 +17,13 @@ def _block(title: str, body: str) -> str:
     return f"--- {title} ---\n{body.rstrip()}\n"
 
 
-def _trace_text(trace: dict[str, Any]) -> str:
+def _trace_text(trace: Trace) -> str:
     """The compressor's intermediates, readable: rankings with scores, summaries chunk by chunk."""
     lines = []
-    inner = trace.get("trace") or {}
+    inner: dict[str, Any] = trace.trace or {}
     ranking = inner.get("ranking")
     if ranking:
-        kept = set(trace.get("kept_chunks") or ())
+        kept = set(trace.kept_chunks or ())
         lines.append(f"ranking ({len(ranking)} units, * = kept):")
         for i, (unit, score) in enumerate(ranking[:MAX_RANKING]):
             score_text = "" if score is None else f"{score:.4f}"
@@ -34,44 +35,42 @@ def _trace_text(trace: dict[str, Any]) -> str:
     rest = {k: v for k, v in inner.items() if k not in ("ranking", "summaries")}
     if rest:
         lines.append(json.dumps(rest, ensure_ascii=False, default=str))
-    lines.append(f"compressor: {trace.get('compressor_identity', '')}")
+    lines.append(f"compressor: {trace.compressor_identity}")
     return "\n".join(lines)
 
 
 def show_example(run_dir: str | Path, example_id: str, *, config_hash: str | None = None) -> str:
     """A readable dump of every prediction (or failure) of ``example_id`` in the run, one block per config."""
-    run_dir = Path(run_dir)
-    if not (run_dir / PREDICTIONS).exists() and not (run_dir / FAILURES).exists():
-        raise UserError(f"{run_dir} holds no {PREDICTIONS}; is it a run directory?")
-    preds = [r for r in JsonlLog(run_dir / PREDICTIONS).recover() if r["id"] == example_id]
-    fails = [f for f in JsonlLog(run_dir / FAILURES).recover() if f["id"] == example_id]
+    files = RunDir(Path(run_dir)).require()
+    preds = [r for r in files.predictions.read() if r.id == example_id]
+    fails = [f for f in files.failures.read() if f.id == example_id]
     if config_hash:
-        preds = [r for r in preds if r["config_hash"].startswith(config_hash)]
-        fails = [f for f in fails if f["config_hash"].startswith(config_hash)]
+        preds = [r for r in preds if r.config_hash.startswith(config_hash)]
+        fails = [f for f in fails if f.config_hash.startswith(config_hash)]
     if not preds and not fails:
-        raise UserError(f"{run_dir}: no prediction or failure for example id {example_id!r}"
+        raise UserError(f"{files.path}: no prediction or failure for example id {example_id!r}"
                         + (f" and config {config_hash!r}" if config_hash else ""))
-    traces = load_traces(run_dir)
+    traces = load_traces(files.path)
     out = []
     for r in preds:
-        head = (f"=== {r['task']} | {r['compressor']} | {r['reader']} | config {r['config_hash']} | "
-                f"example {r['id']} ({r.get('source', '')}) ===\n")
-        parts = [head, _block("question", r.get("query", "")), _block("answers", "\n".join(r["answers"]))]
-        parts.append(_block("kept", f"{len(r['kept_chunks'])} unit(s): {', '.join(r['kept_chunks']) or '(the whole context)'}; "
-                                    f"tokens {r['tokens_in']} -> {r['tokens_out']}"))
-        trace = traces.get(record_key(r))
+        head = (f"=== {r.task} | {r.compressor} | {r.reader} | config {r.config_hash} | "
+                f"example {r.id} ({r.source}) ===\n")
+        parts = [head, _block("question", r.query), _block("answers", "\n".join(r.answers))]
+        parts.append(_block("kept", f"{len(r.kept_chunks)} unit(s): {', '.join(r.kept_chunks) or '(the whole context)'}; "
+                                    f"tokens {r.tokens_in} -> {r.tokens_out}"))
+        trace = traces.get(r.key)
         parts.append(_block("trace", _trace_text(trace) if trace else "(no trace recorded)"))
-        prompt_file = run_dir / "prompts" / r["prompt_hash"][:2] / f"{r['prompt_hash']}.txt"
+        prompt_file = files.prompt_path(r.prompt_hash)
         prompt = prompt_file.read_text(encoding="utf-8") if prompt_file.is_file() else "(prompts were not saved)"
-        parts.append(_block(f"prompt {r['prompt_hash']}", prompt))
-        parts.append(_block("prediction", r["prediction"]))
-        parts.append(_block("score", f"{r['metric']} = {r['score']:.4f}"
-                                     + ("" if r.get("answer_in_context") is None else
-                                        f"; answer in kept context: {r['answer_in_context']}")))
+        parts.append(_block(f"prompt {r.prompt_hash}", prompt))
+        parts.append(_block("prediction", r.prediction))
+        parts.append(_block("score", f"{r.metric} = {r.score:.4f}"
+                                     + ("" if r.answer_in_context is None else
+                                        f"; answer in kept context: {r.answer_in_context}")))
         out.append("".join(parts))
-    recorded = {record_key(r) for r in preds}
+    recorded = {r.key for r in preds}
     for f in fails:
-        if record_key(f) not in recorded:
-            out.append(f"=== {f['task']} | {f['compressor']} | {f['reader']} | config {f['config_hash']} | "
-                       f"example {f['id']}: FAILED at {f['stage']} ===\n{f['reason']}\n")
+        if f.key not in recorded:
+            out.append(f"=== {f.task} | {f.compressor} | {f.reader} | config {f.config_hash} | "
+                       f"example {f.id}: FAILED at {f.stage} ===\n{f.reason}\n")
     return "\n".join(out)

@@ -33,7 +33,7 @@ def _json_safe(value):
 
 
 def write_scores(run_dir: Path, cells: Sequence[Cell]) -> None:
-    from experiments.report.judge import judged_cells
+    from experiments.report.judged import judged_cells
 
     judged: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for j in judged_cells(run_dir):
@@ -121,7 +121,7 @@ def render_markdown(data: RunData, tables: dict[str, Table], plot_paths: Sequenc
         if name != "curve_contrasts" and (body or notes):
             parts += ["", f"## {TITLES[name]}"] + (["", markdown_table(header, body)] if body else [])
             parts += [""] + [f"- not computed: {n}" for n in notes] if notes else []
-    from experiments.report.judge import judged_cells, judged_table
+    from experiments.report.judged import judged_cells, judged_table
 
     judged = judged_cells(run_dir)
     if judged:

@@ -1,14 +1,23 @@
-"""The library entry point: run a grid from Python without the CLI (as lm-eval-harness's ``simple_evaluate``)."""
+"""The one run lifecycle: open a run directory, run the grid, close, and report (as lm-eval-harness's ``simple_evaluate``).
+
+``ctxcomp run``, ``curve`` and ``quickstart`` and Python callers all go
+through :func:`evaluate`, so a run started anywhere leaves the same files,
+``stats.json`` and the report included.
+"""
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from core.files import write_atomic
+from experiments.data.store import CONFIG, STATS
 from experiments.report.cells import Cell, load_run
-from experiments.run.config import RunConfig, load_config, parse_config
-from experiments.run.runner import Executor, Runner, RunStats
+from experiments.run.config import ConfigError, RunConfig, apply_overrides, load_config, parse_config
+from experiments.run.driver import Runner, RunStats
+from experiments.run.executors import Executor
 
 
 @dataclass
@@ -20,54 +29,69 @@ class Evaluation:
     cells: list[Cell]
 
 
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGTERM) stopped a run; every finished record is written and the lock released."""
+
+    def __init__(self, run_dir: Path, stats: RunStats) -> None:
+        super().__init__(f"interrupted: {stats.predicted} prediction(s) of this session are saved in {run_dir}")
+        self.run_dir, self.stats = run_dir, stats
+
+
+def resolve_config(config: RunConfig | Mapping[str, Any] | str | Path,
+                   overrides: Mapping[str, Any] | None = None) -> tuple[RunConfig, Path | None]:
+    """(config, the run directory it came from) for a ``RunConfig``, a mapping in the YAML layout, a YAML
+    file or a run directory; ``overrides`` are dotted keys (``tasks.0.limit``), as ``--set``, for all four."""
+    overrides = dict(overrides or {})
+    if isinstance(config, (str, Path)):
+        path = Path(config)
+        if path.is_dir():
+            if not (path / CONFIG).is_file():
+                raise ConfigError(f"{path} is a directory but not a run directory (no {CONFIG})")
+            if overrides:
+                raise ConfigError(f"{path} is a run: its config cannot be changed with overrides")
+            return load_config(path / CONFIG), path
+        return load_config(path, overrides), None
+    data = config.model_dump(mode="json") if isinstance(config, RunConfig) else dict(config)
+    if isinstance(config, RunConfig) and not overrides:
+        return config, None
+    return parse_config(apply_overrides(data, overrides), "<config>"), None
+
+
 def evaluate(
     config: RunConfig | Mapping[str, Any] | str | Path,
     out: str | Path | None = None,
     *,
     overrides: Mapping[str, Any] | None = None,
     report: bool = True,
+    plots: bool = True,
     progress: bool = True,
     executor: Executor | None = None,
+    shards: Any = None,
+    notify: Callable[[str], None] | None = None,
 ) -> Evaluation:
-    """Run (or resume) a grid and score it.
+    """Run (or continue) a grid, write ``stats.json`` and, with ``report``, the report; return the scored cells.
 
-    ``config`` is a ``RunConfig``, a mapping in the YAML layout, or a path to a
-    YAML file (``overrides`` are dotted keys, as ``--set``).  The run goes to
-    ``out`` (default: the config's ``output_dir`` or ``runs/<name>``); a
-    directory that already holds this config is resumed, one that holds
-    another config is refused.  With ``report`` the report files are written too.
+    ``config`` is a ``RunConfig``, a mapping in the YAML layout, a YAML file, or a run directory (continued).
+    The run goes to ``out`` (default: the config's ``output_dir`` or ``runs/<name>``); a directory that
+    already holds this config is continued, one that holds another config's predictions is refused.
+    ``executor``: where units run (default here); ``shards``: how dense open-domain corpora are indexed.
+    Ctrl-C raises ``RunInterrupted`` after every finished record is written.
     """
-    if isinstance(config, (str, Path)):
-        cfg = load_config(config, dict(overrides or {}))
-    elif isinstance(config, RunConfig):
-        cfg = config if not overrides else parse_config({**config.model_dump(mode="json"), **overrides})
-    else:
-        cfg = parse_config({**dict(config), **dict(overrides or {})})
-    run_dir = Path(out or cfg.output_dir or f"runs/{cfg.name}")
-    runner = open_run(cfg, run_dir, progress=progress, executor=executor)
+    cfg, held_in = resolve_config(config, overrides)
+    run_dir = Path(out or held_in or cfg.output_dir or f"runs/{cfg.name}")
+    runner = Runner(cfg, run_dir, progress=progress, executor=executor, shards=shards, notify=notify)
     try:
         stats = runner.run()
+    except KeyboardInterrupt:
+        raise RunInterrupted(run_dir, runner.stats) from None
     finally:
         runner.close()
+    write_atomic(run_dir / STATS, json.dumps(stats.as_dict(), indent=2))
     if report:
         from experiments.report.write import write_report
 
-        write_report(run_dir)
+        write_report(run_dir, plots=plots)
     return Evaluation(run_dir, stats, load_run(run_dir).cells)
 
 
-def open_run(config: RunConfig, run_dir: Path, **kw: Any) -> Runner:
-    """A runner for a new run directory, or for one that already holds exactly this config (resumed)."""
-    from experiments.data.store import CONFIG
-
-    if (run_dir / CONFIG).is_file():
-        runner = Runner.resume(run_dir, **kw)
-        if not runner.config.same_run(config):
-            runner.close()
-            from experiments.run.runner import RunDirError
-
-            raise RunDirError(f"{run_dir} holds a run of another config; pass another output folder or delete {run_dir}")
-        if runner.config != config:  # only the planned contrasts changed: the report follows the config given
-            runner.update_contrasts(config)
-        return runner
-    return Runner.create(config, run_dir, **kw)
+__all__ = ["Evaluation", "RunInterrupted", "evaluate", "resolve_config"]

@@ -7,17 +7,17 @@ LongBench's 200x7 / 500x3 is ``{chunk_size: [200, 500], top_n: [7, 3], zip: [chu
 """
 from __future__ import annotations
 
-import hashlib
-import itertools
-import json
+import copy
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from core.errors import UnknownComponentError, UserError
+from core.errors import UserError
+from core.files import write_atomic
 from core.registry import ComponentSpec
 
 
@@ -260,9 +260,15 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Ru
         raise ConfigError(f"config {path} is not UTF-8: {err}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"config {path} must be a mapping at the top level, got {type(data).__name__}")
-    for dotted, value in (overrides or {}).items():
+    return parse_config(apply_overrides(data, overrides or {}), str(path))
+
+
+def apply_overrides(data: dict[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of ``data`` (a config in the YAML layout) with each dotted key (``tasks.0.limit``) set."""
+    data = copy.deepcopy(data)
+    for dotted, value in overrides.items():
         _set_dotted(data, dotted, value)
-    return parse_config(data, str(path))
+    return data
 
 
 def _set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
@@ -288,88 +294,6 @@ def _set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
         node = child
 
 
-# -- grid ---------------------------------------------------------------------
-
-
-def expand_component(spec: ComponentConfig, literal: tuple[str, ...] = ()) -> list[ComponentConfig]:
-    """All concrete components a spec with list-valued params stands for, in a stable order.
-
-    ``literal`` names parameters whose value is a list in its own right (a reader's ``base_urls``):
-    they are never a grid axis.
-    """
-    zipped = spec.zip
-    free = [k for k, v in spec.params.items() if isinstance(v, list) and k not in zipped and k not in literal]
-    fixed = {k: v for k, v in spec.params.items() if k not in free and k not in zipped}
-    zip_rows = list(zip(*(spec.params[k] for k in zipped))) if zipped else [()]
-    out = []
-    for zip_values in zip_rows:
-        for free_values in itertools.product(*(spec.params[k] for k in free)):
-            params = dict(fixed)
-            params.update(zip(zipped, zip_values))
-            params.update(zip(free, free_values))
-            params = {k: params[k] for k in spec.params}  # keep the user's key order
-            out.append(ComponentConfig(name=spec.name, params=params, label=spec.label, tasks=spec.tasks))
-    return out
-
-
-def canonical_json(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-
-
-def short_hash(obj: Any, n: int = 12) -> str:
-    return hashlib.sha256(canonical_json(obj).encode("utf-8")).hexdigest()[:n]
-
-
-class GridPoint(BaseModel):
-    """One compressor x reader combination; its hash keys predictions across runs and resumes."""
-
-    model_config = ConfigDict(frozen=True)
-
-    compressor: ComponentConfig
-    reader: ComponentConfig
-
-    @property
-    def config_hash(self) -> str:
-        """Keys the point's predictions. A reader's ``operational`` parameters (where its servers are, how a
-        fleet ejects them) change no output, so moving a fleet to other hosts keeps the keys."""
-        from readers.registry import READERS
-
-        operational = _component_attr(READERS, self.reader.name, "operational")
-        reader_params = {k: v for k, v in self.reader.params.items() if k not in operational}
-        return short_hash(
-            {
-                "compressor": {"name": self.compressor.name, "params": self.compressor.params},
-                "reader": {"name": self.reader.name, "params": reader_params},
-            }
-        )
-
-
-
-def _component_attr(registry: Any, name: str, attr: str) -> tuple[str, ...]:
-    """A class-level declaration of a component (``literal_lists``, ``operational``); empty when unknown."""
-    try:
-        return tuple(getattr(registry.get(name), attr, ()))
-    except UnknownComponentError:  # reported with its suggestions by the component check
-        return ()
-
-
-def expand_grid(config: RunConfig) -> list[GridPoint]:
-    from compressors.registry import COMPRESSORS
-    from readers.registry import READERS
-
-    readers = [r for spec in config.readers
-               for r in expand_component(spec, _component_attr(READERS, spec.name, "literal_lists"))]
-    compressors = [c for spec in config.compressors
-                   for c in expand_component(spec, _component_attr(COMPRESSORS, spec.name, "literal_lists"))]
-    points = [GridPoint(compressor=c, reader=r) for r in readers for c in compressors]
-    seen: dict[str, GridPoint] = {}
-    for point in points:
-        seen.setdefault(point.config_hash, point)
-    return list(seen.values())
-
-
 def dump_config(config: RunConfig, path: Path) -> None:
     """Write the resolved config (every default filled in) beside the results."""
-    from core.files import write_atomic
-
     write_atomic(path, yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False, allow_unicode=True))

@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 from core.errors import UserError
+from core.registry import ComponentSpec
 from experiments.data.loaders import load_examples, load_hf
 from experiments.data.records import Example
 from experiments.run.config import TaskConfig
+from experiments.run.sharding import ShardPlan
 from experiments.tasks.specs import TaskSpec, get_task
 
 
@@ -14,10 +16,11 @@ def task_spec(task: TaskConfig) -> TaskSpec:
     return spec.with_fixes() if task.prompt_fixes else spec
 
 
-def load_task_examples(task: TaskConfig, *, progress: bool = False) -> list[Example]:
+def load_task_examples(task: TaskConfig, *, progress: bool = False, shards: ShardPlan | None = None) -> list[Example]:
     """Examples of one task, from a file, the Hugging Face hub or the project's own generator, swept if asked.
 
-    ``limit`` keeps the first N questions; an open-domain corpus is always the whole file.
+    ``limit`` keeps the first N questions; an open-domain corpus is always the whole file.  ``shards``: how a
+    dense open-domain corpus is indexed (through embedding shards; None: as always).
     """
     spec = task_spec(task)
     if task.path is not None:
@@ -30,7 +33,7 @@ def load_task_examples(task: TaskConfig, *, progress: bool = False) -> list[Exam
     if task.sweep is not None:
         examples = _sweep(spec, examples, task)
     if task.open_domain is not None:
-        examples = _open_domain(spec, examples, task, progress)
+        examples = _open_domain(spec, examples, task, progress, shards)
     return examples
 
 
@@ -84,7 +87,8 @@ def _with_distractors(examples: list[Example], task: TaskConfig, num_docs: int) 
     return add_distractors(examples, corpus, num_docs, d.retriever.spec, method=d.method, seed=d.seed)
 
 
-def _open_domain(spec: TaskSpec, examples: list[Example], task: TaskConfig, progress: bool) -> list[Example]:
+def _open_domain(spec: TaskSpec, examples: list[Example], task: TaskConfig, progress: bool,
+                 shards: ShardPlan | None) -> list[Example]:
     from experiments.protocols.corpus import load_litm_corpus
     from experiments.protocols.open_domain import open_domain_examples
 
@@ -96,21 +100,15 @@ def _open_domain(spec: TaskSpec, examples: list[Example], task: TaskConfig, prog
     if spec.family != "litm_qa":
         raise UserError(f"task {task.key!r}: open_domain works on Lost in the Middle QA tasks, not {spec.family}")
     _, corpus = load_litm_corpus(corpus_file)
+    dense = shards is not None and is_dense(od.retriever.spec)
     return open_domain_examples(examples, corpus, retriever=od.retriever.spec, depth=od.depth, progress=progress,
-                                index_with=_shard_indexer(od.retriever.spec))
+                                index_with=shards.index if dense else None)
 
 
-def _shard_indexer(retriever):
-    """Index through embedding shards when a ``using_shards`` block (``ctxcomp curve --shards / --executor ray``)
-    is active and the retriever is dense; None (index as always) otherwise.  Not part of the config: the
-    passages each question gets are the same either way."""
-    from experiments.run.encode import active_shard_plan, is_dense, sharded_retriever
+def is_dense(section: ComponentSpec) -> bool:
+    """Whether a retriever section names a dense retriever (which alone can search shards); nothing is built."""
+    from retrievers.dense import DenseRetriever
+    from retrievers.registry import RETRIEVERS
 
-    plan = active_shard_plan()
-    if plan is None or not is_dense(retriever):
-        return None
-
-    def index_with(spec, chunks):
-        return sharded_retriever(spec, chunks, plan)
-
-    return index_with
+    target = RETRIEVERS.get(section.name)
+    return isinstance(target, type) and issubclass(target, DenseRetriever)

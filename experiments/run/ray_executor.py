@@ -35,22 +35,30 @@ resumed with the other.
 from __future__ import annotations
 
 import os
-from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from core.errors import UserError
+from core.progress import progress_bar
 from experiments.data.records import Example
-from experiments.run.config import RunConfig, TaskConfig, canonical_json, parse_config
-from experiments.run.ray_cluster import FORWARDED_ENV, RayExecutorError, connect, import_ray, kill_actors
-from experiments.run.runner import ProgressFn, StepFn, UnitResult, Worker, WorkUnit
+from experiments.run.config import RunConfig, TaskConfig, parse_config
+from experiments.run.grid import canonical_json
+from experiments.run.ray_pool import (
+    FORWARDED_ENV,
+    RayExecutorError,
+    WorkQueue,
+    connect,
+    import_ray,
+    kill_actors,
+    unwrap,
+)
+from experiments.run.worker import ProgressFn, StepFn, UnitResult, Worker, WorkUnit
 
 
 class _ShippedWorker(Worker):
     """A worker whose examples come from the driver (through Ray's object store), never from files."""
 
     def __init__(self, config: RunConfig) -> None:
-        super().__init__(config, progress=False)
+        super().__init__(config)
         self.shipped: dict[str, dict[str, Example]] | None = None
 
     def examples(self, task: TaskConfig) -> dict[str, Example]:
@@ -103,9 +111,7 @@ class RayExecutor:
                  gpus_per_worker: float = 0.0, max_restarts: int = 2, max_resubmits: int = 3, depth: int = 2,
                  progress: bool = True) -> None:
         if workers is not None and workers < 1:
-            raise RayExecutorError(f"--workers must be >= 1, got {workers}")
-        if address is not None and not address.strip():
-            raise RayExecutorError("--ray-address is empty; give 'auto', HOST:PORT or ray://HOST:PORT")
+            raise ValueError(f"workers must be >= 1, got {workers}")
         self._ray = import_ray()
         self.address = address
         self.cpus_per_worker, self.gpus_per_worker = cpus_per_worker, gpus_per_worker
@@ -133,8 +139,7 @@ class RayExecutor:
     def _put_examples(self, config: RunConfig) -> Any:
         key = canonical_json(config.model_dump(mode="json"))
         if self._shipped_for != key:
-            source = self._source if self._source is not None and self._source.config == config else \
-                Worker(config, progress=False)
+            source = self._source if self._source is not None and self._source.config == config else Worker(config)
             examples = {task.key: source.examples(task) for task in config.tasks}
             self._examples_ref, self._shipped_for = self._ray.put(examples), key
             self._close_actors()  # actors of another config hold another grid
@@ -172,76 +177,47 @@ class RayExecutor:
         try:
             return self._ray.get(refs)
         except self._ray.exceptions.RayTaskError as err:
-            raise _unwrap(err) from None
+            raise unwrap(err) from None
 
     # -- the protocol -----------------------------------------------------------------
     def run(self, config: RunConfig, units: Sequence[WorkUnit], on_result: Callable[[UnitResult], None],
             progress: ProgressFn, step: StepFn) -> None:
         if not units:
             return
-        ray = self._ray
-        exc = ray.exceptions
         self._start_actors(config, min(self.workers, len(units)))
-        queue: deque[WorkUnit] = deque(units)
-        running: dict[Any, tuple[WorkUnit, int, Any]] = {}  # future -> (unit, actor slot, actor)
-        load = [0] * len(self.actors)
+        queue = WorkQueue(self._ray, self.actors, lambda actor, unit: actor.process.remote(unit, [self._examples_ref]),
+                          depth=self.depth)
         resubmits: dict[WorkUnit, int] = {}
-        failed_examples = 0
-        error: BaseException | None = None
-        bar = _unit_bar(len(units), self.progress)
+        failed_examples = [0]
+        errors: list[BaseException] = []
 
-        def submit() -> None:
-            for slot in range(len(self.actors)):
-                while error is None and queue and load[slot] < self.depth:
-                    unit = queue.popleft()
-                    actor = self.actors[slot]
-                    running[actor.process.remote(unit, [self._examples_ref])] = (unit, slot, actor)
-                    load[slot] += 1
+        def lost(unit: WorkUnit, slot: int, actor: Any, err: BaseException) -> bool:
+            """Ray gave up on this actor (restarts spent): a fresh one takes its place and the unit again."""
+            resubmits[unit] = resubmits.get(unit, 0) + 1
+            if resubmits[unit] > self.max_resubmits:
+                said = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+                errors.append(RuntimeError(f"a unit of {len(unit.ids)} example(s) lost its Ray worker "
+                                           f"{resubmits[unit]} times; last: {said}"))
+                return False
+            self.resubmitted += 1
+            if self.actors[slot] is actor:  # the first of its units to report the death replaces it
+                self._replace_actor(config, slot)
+            return True
 
-        try:
-            submit()
-            while running:
-                bar.set_postfix_str(f"{len(running)} in flight, {failed_examples} failed examples"
-                                    + (f", {self.resubmitted} resubmitted" if self.resubmitted else ""), refresh=True)
-                ready, _ = ray.wait(list(running), num_returns=1)
-                ref = ready[0]
-                unit, slot, actor = running.pop(ref)
-                load[slot] -= 1
-                try:
-                    result = ray.get(ref)
-                except (exc.RayActorError, exc.ActorUnavailableError) as err:
-                    # Ray gave up on this actor (restarts spent): a fresh one takes its place and the unit again
-                    resubmits[unit] = resubmits.get(unit, 0) + 1
-                    if resubmits[unit] > self.max_resubmits:
-                        error = error or RuntimeError(
-                            f"a unit of {len(unit.ids)} example(s) lost its Ray worker {resubmits[unit]} times; "
-                            f"last: {str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__}")
-                        continue
-                    self.resubmitted += 1
-                    if self.actors[slot] is actor:  # the first of its units to report the death replaces it
-                        self._replace_actor(config, slot)
-                    queue.appendleft(unit)
-                    submit()
-                    continue
-                except exc.RayTaskError as err:  # the unit's code raised: a bug, or a user's mistake
-                    error = error or _unwrap(err)
-                    continue
+        with progress_bar(len(units), "units", unit="unit", enabled=self.progress, leave=False, position=1) as bar:
+            def done(unit: WorkUnit, result: UnitResult) -> None:
                 on_result(result)
-                failed_examples += len(result.failures)
+                failed_examples[0] += len(result.failures)
                 progress(len(unit.ids))
                 bar.update(1)
-                submit()
-        except BaseException:
-            for ref in running:  # Ctrl-C or a driver-side error: stop what runs, keep what was written
-                try:
-                    ray.cancel(ref)
-                except Exception:  # already finished, or its actor is gone
-                    pass
-            raise
-        finally:
-            bar.close()
-        if error is not None:
-            raise error
+
+            def status(in_flight: int) -> None:
+                bar.set_postfix_str(f"{in_flight} in flight, {failed_examples[0]} failed examples"
+                                    + (f", {self.resubmitted} resubmitted" if self.resubmitted else ""), refresh=True)
+
+            queue.run(units, done, on_error=lambda _unit, err: errors.append(err), on_lost=lost, before_wait=status)
+        if errors:
+            raise errors[0]
 
     def _replace_actor(self, config: RunConfig, slot: int) -> None:
         old = self.actors[slot]
@@ -262,20 +238,6 @@ class RayExecutor:
             if self._owns_ray:
                 self._ray.shutdown()
         self._owns_ray = False
-
-
-def _unwrap(err: BaseException) -> BaseException:
-    """A user's mistake raised in an actor comes back as itself (one line at the CLI); a bug keeps Ray's
-    error, which is also an instance of the original class and carries the remote traceback."""
-    cause = getattr(err, "cause", None)
-    return cause if isinstance(cause, UserError) else err
-
-
-def _unit_bar(total: int, enabled: bool):
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc="units", unit="unit", position=1, leave=False,
-                disable=not enabled or bool(os.environ.get("CTXCOMP_NO_PROGRESS")))
 
 
 __all__ = ["RayExecutor", "RayExecutorError", "UnitActor"]

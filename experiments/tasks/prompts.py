@@ -15,7 +15,7 @@ from experiments.data.records import Example, render_litm_documents, render_litm
 from experiments.tasks.specs import TaskSpec
 from readers.base import GenerationRequest
 
-_FIELD = re.compile(r"\{(context|input|search_results|question|formatted_kv_records|key)\}")
+_FIELD = re.compile(r"\{(\w+)\}")
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,8 @@ class PromptOptions:
 
 
 def fill_template(template: str, **fields: str) -> str:
-    """Replace ``{name}`` for the given fields; any other text (and the values) stays verbatim."""
+    """Replace ``{name}`` for the given fields only; any other text (and the values, which are never formatted)
+    stays verbatim, so a document holding ``{x}`` or a template holding code braces is safe."""
     return _FIELD.sub(lambda m: fields[m.group(1)] if m.group(1) in fields else m.group(0), template)
 
 

@@ -14,7 +14,7 @@ import yaml
 from experiments.data.loaders import DataError, load_examples
 from experiments.report.cells import load_run
 from experiments.run.config import parse_config
-from experiments.run.runner import Runner
+from experiments.run.driver import Runner
 from readers.base import GenerationRequest
 from readers.openai_compat import OpenAICompatReader
 from tests.support.fake_openai import FakeOpenAIServer
@@ -75,7 +75,7 @@ def _run_in_process(tmp_path: Path, name: str, compressor) -> Path:
     config = parse_config({"tasks": [{"name": "hotpotqa", "path": str(BAD / name)}], "compressors": [compressor],
                            "readers": ["extractive"]})
     run_dir = tmp_path / "run"
-    Runner.create(config, run_dir, progress=False).run()
+    Runner(config, run_dir, progress=False).run()
     return run_dir
 
 
@@ -288,7 +288,7 @@ def test_a_document_larger_than_the_reader_context_is_truncated_and_flagged(tmp_
         config = {"tasks": [{"name": "hotpotqa", "path": str(BAD / "long_document.jsonl")}],
                   "readers": [rel.openai_reader(server.base_url, max_context=512)]}
         run_dir = tmp_path / "run"
-        Runner.create(parse_config(config), run_dir, progress=False).run()
+        Runner(parse_config(config), run_dir, progress=False).run()
     (rec,) = rel.read_jsonl(run_dir / "predictions.jsonl")
     assert rec["truncated"] is True
     assert rec["reader_tokens_in"] <= 512 - 32 < rec["tokens_in"]

@@ -14,12 +14,12 @@ import pytest
 from experiments.report.cells import load_run
 from experiments.report.write import write_report
 from experiments.run.config import parse_config
-from experiments.run.runner import Runner
+from experiments.run.driver import Runner
 from tests.support.fake_openai import FAULT_KINDS, FakeOpenAIServer
 
 
 def _run(config: dict, run_dir: Path):
-    runner = Runner.create(parse_config(config), run_dir, progress=False)
+    runner = Runner(parse_config(config), run_dir, progress=False)
     return runner.run()
 
 

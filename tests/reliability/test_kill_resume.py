@@ -15,8 +15,7 @@ from typing import Callable
 import pytest
 import yaml
 
-from experiments.data.store import JsonlLog
-from experiments.run.runner import prompt_hash
+from experiments.run.worker import prompt_hash
 from readers.extractive import ExtractiveReader
 from tests.support.fake_openai import FakeOpenAIServer
 
@@ -67,39 +66,6 @@ def _wait_for(proc, condition: Callable[[], bool], limit_s: float = 120.0) -> bo
             return True
         time.sleep(0.002)
     raise AssertionError("the run neither reached the kill point nor finished")
-
-
-def test_torn_last_line_is_detected_and_discarded(tmp_path):
-    path = tmp_path / "log.jsonl"
-    log = JsonlLog(path)
-    for i in range(3):
-        log.append({"task": "t", "id": str(i), "config_hash": "h"})
-    good = path.read_bytes()
-    torn = b'{"task": "t", "id": "3", "config_h'
-    path.write_bytes(good + torn)
-    records = JsonlLog(path).recover()
-    assert [r["id"] for r in records] == ["0", "1", "2"]
-    assert path.read_bytes() == good, "the torn tail must be cut off in place"
-    log.append({"task": "t", "id": "3", "config_hash": "h"})
-    assert [r["id"] for r in JsonlLog(path).recover()] == ["0", "1", "2", "3"]
-
-
-def test_a_whole_record_without_its_newline_is_still_torn(tmp_path):
-    """A record is written as one ``line + \\n``; bytes without the newline are an unfinished write."""
-    path = tmp_path / "log.jsonl"
-    path.write_bytes(b'{"id": "0"}\n{"id": "1"}')
-    recovered = JsonlLog(path)
-    assert recovered.recover() == [{"id": "0"}]
-    assert recovered.discarded_bytes == len(b'{"id": "1"}')
-    assert path.read_bytes() == b'{"id": "0"}\n'
-
-
-def test_a_corrupt_line_in_the_middle_is_an_error_naming_file_and_line(tmp_path):
-    path = tmp_path / "log.jsonl"
-    path.write_bytes(b'{"id": "0"}\n{"id": \n{"id": "2"}\n')
-    with pytest.raises(ValueError, match=r"log\.jsonl:2"):
-        JsonlLog(path).recover()
-    assert path.read_bytes() == b'{"id": "0"}\n{"id": \n{"id": "2"}\n', "a corrupt log must not be rewritten"
 
 
 @pytest.mark.slow

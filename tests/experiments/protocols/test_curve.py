@@ -14,7 +14,7 @@ from experiments.protocols.litm import litm_qa_record
 from experiments.report.cells import load_run
 from experiments.report.curve import curve_rows, saturation_k
 from experiments.run.config import parse_config
-from experiments.run.runner import Runner
+from experiments.run.driver import Runner
 from readers.base import Generation, GenerationRequest, Reader
 from readers.extractive import ExtractiveReader
 
@@ -93,7 +93,7 @@ def _curve_config(path, readers, ks, limit=None, retriever="bm25"):
 
 
 def _run(cfg, out):
-    runner = Runner.create(cfg, out, progress=False) if not (out / "config.yaml").exists() else Runner.resume(out, progress=False)
+    runner = Runner(cfg, out, progress=False) if not (out / "config.yaml").exists() else Runner.resume(out, progress=False)
     try:
         return runner.run()
     finally:

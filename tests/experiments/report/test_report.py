@@ -4,7 +4,8 @@ import json
 import numpy as np
 import pytest
 
-from experiments.data.store import JsonlLog
+from experiments.data.records import Failure, Prediction
+from experiments.data.store import RunDir
 from experiments.report.cells import compute_cells
 from experiments.report.compare import compare_runs
 from experiments.report.stats import paired_delta
@@ -13,13 +14,15 @@ from experiments.report.write import write_report
 from experiments.scoring import length_bucket
 
 
-def rec(task, id_, comp, h, score, *, length=100, meta=None, reader="r", tin=100, tout=25):
-    return {
-        "task": task, "id": id_, "config_hash": h, "compressor": comp, "reader": reader, "metric": "qa_f1",
-        "score": score, "length": length, "tokens_in": tin, "tokens_out": tout, "reader_tokens_in": tout + 10,
-        "reader_tokens_out": 3, "latency_s": 0.5, "compress_s": 0.01, "cost_usd": 0.001, "cached": False,
-        "meta": meta or {},
-    }
+def rec(task, id_, comp, h, score, *, length=100, meta=None, reader="r", tin=100, tout=25, kind=""):
+    return Prediction(task=task, id=id_, config_hash=h, compressor=comp, compressor_kind=kind, reader=reader,
+                      prediction="", metric="qa_f1", score=score, length=length, tokens_in=tin, tokens_out=tout,
+                      reader_tokens_in=tout + 10, reader_tokens_out=3, latency_s=0.5, compress_s=0.01, cost_usd=0.001,
+                      meta=meta or {})
+
+
+def failure(task, id_, comp, h):
+    return Failure(task=task, id=id_, config_hash=h, compressor=comp, reader="r", stage="compress", reason="x")
 
 
 def test_cell_score_is_100_x_mean_rounded_and_delta_is_against_full_of_same_reader():
@@ -83,7 +86,7 @@ def test_cells_with_enough_pairs_carry_interval_n_and_p_value():
 
 def test_failures_are_counted_not_scored_and_disappear_once_predicted():
     preds = [rec("hotpotqa", "a", "full", "F", 1.0)]
-    fails = [{"task": "hotpotqa", "id": "b", "config_hash": "F", "compressor": "full", "reader": "r", "reason": "HTTP 503"}]
+    fails = [failure("hotpotqa", "b", "full", "F")]
     (cell,) = compute_cells(preds, fails)
     assert (cell.score, cell.n, cell.n_failed) == (100.0, 1, 1)
     (cell,) = compute_cells(preds + [rec("hotpotqa", "b", "full", "F", 0.0)], fails)
@@ -139,7 +142,7 @@ def test_write_report_and_compare(tmp_path):
     for name, score in (("a", 1.0), ("b", 0.0)):
         run = tmp_path / name
         run.mkdir()
-        JsonlLog(run / "predictions.jsonl").append(rec("hotpotqa", "x", "full", "F", score))
+        RunDir(run).predictions.append(rec("hotpotqa", "x", "full", "F", score))
     md, plots = write_report(tmp_path / "a", plots=False)
     assert "| r | full | 100.00 |" in md
     assert json.loads((tmp_path / "a" / "scores.json").read_text())["cells"][0]["score"] == 100.0
@@ -150,16 +153,16 @@ def test_write_report_and_compare(tmp_path):
 def test_compare_with_no_common_cell_warns_instead_of_half_empty_rows(tmp_path):
     for name, task in (("a", "hotpotqa"), ("b", "qasper")):
         (tmp_path / name).mkdir()
-        JsonlLog(tmp_path / name / "predictions.jsonl").append(rec(task, "x", "full", "F", 1.0))
+        RunDir(tmp_path / name).predictions.append(rec(task, "x", "full", "F", 1.0))
     header, body, notes = compare_runs(tmp_path / "a", tmp_path / "b")
     assert body == []
     assert notes[0].startswith("no cell in common") and "only in A (1): hotpotqa | r | full" in notes[1]
 
 
 def test_a_relabelled_full_context_is_still_the_baseline_and_nan_is_null_in_json(tmp_path):
-    preds = [dict(rec("hotpotqa", "a", "whole document", "F", 1.0), compressor_kind="full"),
-             dict(rec("hotpotqa", "a", "bm25 top-3", "R", 0.0), compressor_kind="retrieval")]
-    fails = [{"task": "gov_report", "id": "z", "config_hash": "R", "compressor": "bm25 top-3", "reader": "r", "reason": "x"}]
+    preds = [rec("hotpotqa", "a", "whole document", "F", 1.0, kind="full"),
+             rec("hotpotqa", "a", "bm25 top-3", "R", 0.0, kind="retrieval")]
+    fails = [failure("gov_report", "z", "bm25 top-3", "R")]
     cells = {(c.task, c.compressor): c for c in compute_cells(preds, fails)}
     assert cells[("hotpotqa", "bm25 top-3")].delta_vs_full == -100.0
     header, body = score_table(list(cells.values()))
@@ -167,9 +170,9 @@ def test_a_relabelled_full_context_is_still_the_baseline_and_nan_is_null_in_json
     run = tmp_path / "run"
     run.mkdir()
     for r in preds:
-        JsonlLog(run / "predictions.jsonl").append(r)
+        RunDir(run).predictions.append(r)
     for f in fails:
-        JsonlLog(run / "failures.jsonl").append(f)
+        RunDir(run).failures.append(f)
     write_report(run, plots=False)
     data = json.loads((run / "scores.json").read_text())  # strict JSON: no NaN
     assert {c["task"]: c["score"] for c in data["cells"]}["gov_report"] is None
@@ -177,7 +180,7 @@ def test_a_relabelled_full_context_is_still_the_baseline_and_nan_is_null_in_json
 
 def test_an_average_over_fewer_tasks_counts_only_tasks_that_were_scored():
     preds = [rec(t, "a", "full", "F", 1.0) for t in ("t1", "t2", "t3")] + [rec("t1", "a", "summ", "S", 0.5)]
-    fails = [{"task": "t2", "id": "a", "config_hash": "S", "compressor": "summ", "reader": "r", "reason": "x"}]
+    fails = [failure("t2", "a", "summ", "S")]
     header, body = score_table(compute_cells(preds, fails))
     row = next(r for r in body if r[1] == "summ")
     assert row[-1].endswith("(over 1 task)") and row[header.index("t2 (qa_f1)")] == "—"
@@ -192,11 +195,11 @@ def test_planned_contrasts_pair_two_compressed_rows_per_task_and_over_tasks():
         for i in range(12):
             preds += [rec(task, f"e{i}", "a", "A", float(rng.integers(0, 2))), rec(task, f"e{i}", "b", "B", float(rng.integers(0, 2)))]
     preds.append(rec("t3", "e0", "a", "A", 1.0))  # a task only one row scored: not part of the contrast
-    fails = [{"task": "t3", "id": "e0", "config_hash": "B", "compressor": "b", "reader": "r", "reason": "x"}]
+    fails = [failure("t3", "e0", "b", "B")]
     cells = compute_cells(preds, fails)
     items = {}
     for p in preds:
-        items.setdefault((p["task"], p["config_hash"]), {})[p["id"]] = p["score"]
+        items.setdefault((p.task, p.config_hash), {})[p.id] = p.score
     (header, body), notes = contrast_table(cells, items, [{"arm": "b", "against": "a"}])
     assert header == ["reader", "contrast", "t1", "t2", "avg", "p (avg)", "tasks", "n"] and notes == []
     row = body[0]
@@ -220,7 +223,7 @@ def test_position_contrasts_pair_a_sweep_and_skip_positions_spread_over_differen
     cells = compute_cells(preds, [])
     items = {}
     for p in preds:
-        items.setdefault((p["task"], p["config_hash"]), {})[p["id"]] = p["score"]
+        items.setdefault((p.task, p.config_hash), {})[p.id] = p.score
     header, body = position_contrasts(cells, items)
     assert [row[0] for row in body] == ["sweep"]  # never a row of NaN for the spread task
     row = dict(zip(header, body[0]))

@@ -1,13 +1,7 @@
 import pytest
 
-from experiments.run.config import (
-    ComponentConfig,
-    ConfigError,
-    expand_component,
-    expand_grid,
-    load_config,
-    parse_config,
-)
+from experiments.run.config import ComponentConfig, ConfigError, load_config, parse_config
+from experiments.run.grid import expand_component, expand_grid
 
 BASE = {
     "tasks": [{"name": "hotpotqa", "path": "data.jsonl"}],

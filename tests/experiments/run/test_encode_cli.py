@@ -24,9 +24,9 @@ from experiments.data.store import write_jsonl
 from experiments.data.synthetic import make_multidoc_qa
 from experiments.protocols.litm import litm_qa_record
 from experiments.protocols.retrieval import litm_corpus_and_queries
-from experiments.run.encode import MANIFEST, ShardStore, encode_corpus, shard_folder_name
 from indexes.vector import FaissIndex
-from tests.experiments.run.test_encode_shards import HashDense, corpus
+from retrievers.shards import MANIFEST, ShardStore, encode_corpus, shard_folder_name
+from tests.retrievers.test_shards import HashDense, corpus
 from tests.support.kill import kill_after_shards
 
 REPO = Path(__file__).resolve().parents[3]
@@ -344,7 +344,7 @@ def test_curve_encoding_options_are_one_line_before_any_work(tmp_path):
 
 
 def test_auto_gpus_packs_actors_evenly():
-    from experiments.run.encode import auto_gpus
+    from experiments.run.sharding import auto_gpus
 
     assert auto_gpus(0.0, None) == (None, 0.0) and auto_gpus(0.0, 3) == (3, 0.0)
     assert auto_gpus(8.0, None) == (8, 1.0) and auto_gpus(8.0, 4) == (4, 1.0)

@@ -24,7 +24,7 @@ def test_quickstart_with_the_model_free_baseline_writes_table_report_and_plots(t
         "full", "retrieval(bm25, top3, order=document)", "retrieval(minilm, top3, order=document)"}
     assert (out / "report.md").is_file() and (out / "plots" / "delta_vs_full.png").is_file()
     again = CliRunner().invoke(app, ["quickstart", "--reader", "extractive", "--out", str(out), *SMALL])
-    assert again.exit_code == 0 and "0 predicted, 18 reused" in again.output
+    assert again.exit_code == 0 and "done: 0 predicted, 18 already done" in again.output
 
 
 @pytest.mark.slow

@@ -4,8 +4,9 @@ import json
 import pytest
 
 from compressors.base import CompressedContext, CompressionError, Compressor
+from core.errors import UserError
 from experiments.run.config import parse_config
-from experiments.run.runner import RunDirError, Runner
+from experiments.run.driver import RunDirError, Runner
 from readers.registry import make_reader
 
 CONFIG = {
@@ -45,7 +46,7 @@ def lines(run_dir):
 def test_run_writes_one_line_per_example_and_config_and_resume_repeats_nothing(tmp_path):
     cfg = parse_config(CONFIG)
     factory = CountingFactory()
-    stats = Runner.create(cfg, tmp_path / "run", progress=False, reader_factory=factory).run()
+    stats = Runner(cfg, tmp_path / "run", progress=False, reader_factory=factory).run()
     recs = lines(tmp_path / "run")
     assert stats.predicted == len(recs) == (6 + 4) * 3
     assert len({(r["task"], r["id"], r["config_hash"]) for r in recs}) == len(recs)
@@ -64,10 +65,10 @@ def test_run_writes_one_line_per_example_and_config_and_resume_repeats_nothing(t
 
 def test_a_partial_run_resumes_to_the_same_predictions(tmp_path):
     cfg = parse_config(CONFIG)
-    Runner.create(cfg, tmp_path / "full", progress=False).run()
+    Runner(cfg, tmp_path / "full", progress=False).run()
     complete = {(r["task"], r["id"], r["config_hash"]): r["prediction"] for r in lines(tmp_path / "full")}
 
-    Runner.create(cfg, tmp_path / "part", progress=False).run()
+    Runner(cfg, tmp_path / "part", progress=False).run()
     kept = (tmp_path / "part" / "predictions.jsonl").read_bytes().splitlines(keepends=True)[:7]
     (tmp_path / "part" / "predictions.jsonl").write_bytes(b"".join(kept) + b'{"task": "nq_mul')  # killed mid-write
     stats = Runner.resume(tmp_path / "part", progress=False).run()
@@ -87,25 +88,40 @@ def test_dry_run_counts_reader_calls_after_cache_hits(tmp_path, monkeypatch):
 
     # a run of the KV task alone fills the cache; a dry run of the whole grid then expects only the QA calls
     kv_only = parse_config({**CONFIG, "tasks": CONFIG["tasks"][1:]})
-    Runner.create(kv_only, tmp_path / "kv", progress=False).run()
+    Runner(kv_only, tmp_path / "kv", progress=False).run()
     plan = Runner(cfg, tmp_path / "dry").plan()
     by_task = {t: sum(p.reader_calls for p in plan if p.task == t) for t in ("nq_multidoc", "kv_retrieval")}
     assert by_task == {"nq_multidoc": 18, "kv_retrieval": 0}
     assert sum(p.cache_hits for p in plan) == 12
 
 
-def test_create_refuses_to_overwrite_a_run(tmp_path):
+def test_a_folder_holding_another_configs_predictions_is_refused_and_the_same_config_continues(tmp_path):
     cfg = parse_config(CONFIG)
-    Runner.create(cfg, tmp_path / "run", progress=False).run()
-    with pytest.raises(RunDirError, match="--resume"):
-        Runner.create(cfg, tmp_path / "run")
+    Runner(cfg, tmp_path / "run", progress=False).run()
+    other = parse_config({**CONFIG, "batch_size": 3, "compressors": ["full"]})
+    with pytest.raises(RunDirError, match="holds a run of another config"):
+        Runner(other, tmp_path / "run", progress=False).run()
+    said = []
+    again = Runner(cfg, tmp_path / "run", progress=False, notify=said.append).run()
+    assert again.predicted == 0 and again.already_done == 30 and "continuing it" in said[0]
+
+
+def test_a_folder_whose_run_failed_before_its_first_prediction_takes_the_corrected_config(tmp_path):
+    bad = parse_config({**CONFIG, "tasks": [{"name": "nq_multidoc", "path": str(tmp_path / "missing.jsonl")}]})
+    with pytest.raises(UserError, match="missing.jsonl: file not found"):
+        Runner(bad, tmp_path / "run", progress=False).run()
+    assert (tmp_path / "run" / "config.yaml").is_file() and not (tmp_path / "run" / "predictions.jsonl").exists()
+    said = []
+    assert Runner(parse_config(CONFIG), tmp_path / "run", progress=False, notify=said.append).run().predicted == 30
+    assert "no predictions" in said[0]
 
 
 def test_a_second_writer_on_the_same_run_dir_is_refused(tmp_path):
     import fcntl
 
     cfg = parse_config(CONFIG)
-    runner = Runner.create(cfg, tmp_path / "run", progress=False)
+    runner = Runner(cfg, tmp_path / "run", progress=False)
+    (tmp_path / "run").mkdir()
     with open(tmp_path / "run" / ".lock", "w") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)  # another process holds the run
         with pytest.raises(RunDirError, match="another ctxcomp process"):
@@ -151,7 +167,7 @@ def _one_task(compressor, n=6, batch=2):
 
 def test_a_programming_error_stops_the_run_after_writing_what_is_done(tmp_path):
     BuggyCompressor.calls = 0
-    runner = Runner.create(_one_task(f"{HERE}:BuggyCompressor"), tmp_path / "run", progress=False)
+    runner = Runner(_one_task(f"{HERE}:BuggyCompressor"), tmp_path / "run", progress=False)
     with pytest.raises(AttributeError, match="contxt"):
         runner.run()
     assert len(lines(tmp_path / "run")) == 4  # the two finished batches were written before the bug surfaced
@@ -160,7 +176,7 @@ def test_a_programming_error_stops_the_run_after_writing_what_is_done(tmp_path):
 
 
 def test_a_compression_error_is_a_recorded_failure_and_the_plugin_identity_names_the_row(tmp_path):
-    stats = Runner.create(_one_task(f"{HERE}:PickyCompressor", n=12), tmp_path / "run", progress=False).run()
+    stats = Runner(_one_task(f"{HERE}:PickyCompressor", n=12), tmp_path / "run", progress=False).run()
     failures = [json.loads(l) for l in (tmp_path / "run" / "failures.jsonl").read_text().splitlines()]
     assert stats.failed == len(failures) == 2 and stats.predicted == 10
     assert all(f["stage"] == "compress" and "CompressionError: example" in f["reason"] for f in failures)
@@ -170,7 +186,7 @@ def test_a_compression_error_is_a_recorded_failure_and_the_plugin_identity_names
 def test_every_prediction_has_its_trace_and_show_prints_it(tmp_path):
     from experiments.report.show import show_example
 
-    Runner.create(parse_config(CONFIG), tmp_path / "run", progress=False).run()
+    Runner(parse_config(CONFIG), tmp_path / "run", progress=False).run()
     recs = lines(tmp_path / "run")
     traces = {(t["task"], t["id"], t["config_hash"]): t for t in
               (json.loads(l) for l in (tmp_path / "run" / "traces.jsonl").read_text().splitlines())}
@@ -207,7 +223,7 @@ def test_components_are_checked_before_any_reader_is_built(tmp_path):
 
 
 def test_progress_moves_per_example_not_per_batch(tmp_path, monkeypatch):
-    from experiments.run.runner import Worker, WorkUnit
+    from experiments.run.worker import Worker, WorkUnit
 
     monkeypatch.setenv("CTXCOMP_CACHE_DIR", str(tmp_path / "cache"))  # no cache hits: each example is read
     cfg = _one_task("full", n=8, batch=8)
@@ -247,7 +263,7 @@ def test_a_compressor_can_apply_to_some_tasks_only(tmp_path):
     from experiments.run.config import ConfigError
 
     cfg = {**CONFIG, "compressors": ["full", {"name": "retrieval", "params": {"top_n": 1}, "tasks": ["kv_retrieval"]}]}
-    stats = Runner.create(parse_config(cfg), tmp_path / "run", progress=False).run()
+    stats = Runner(parse_config(cfg), tmp_path / "run", progress=False).run()
     recs = lines(tmp_path / "run")
     assert stats.predicted == (6 + 4) + 4
     assert {r["task"] for r in recs if r["compressor_kind"] == "retrieval"} == {"kv_retrieval"}
@@ -260,5 +276,5 @@ def test_a_bad_fleet_url_is_refused_before_anything_is_written(tmp_path):
 
     cfg = {**CONFIG, "readers": [{"name": "openai", "params": {"model": "m", "base_urls": ["http://a:1/v1", "gpu2:8000"]}}]}
     with pytest.raises(ParamError, match="gpu2:8000"):
-        Runner.create(parse_config(cfg), tmp_path / "run")
+        Runner(parse_config(cfg), tmp_path / "run")
     assert not (tmp_path / "run").exists()

@@ -4,7 +4,8 @@ from pathlib import Path
 import pytest
 
 from compressors.registry import COMPRESSORS
-from experiments.run.config import expand_grid, load_config
+from experiments.run.config import load_config
+from experiments.run.grid import expand_grid
 from experiments.tasks import get_task
 from readers.registry import READERS
 from retrievers.registry import RETRIEVERS
@@ -15,10 +16,11 @@ CONFIGS = sorted((REPO / "experiments" / "configs").glob("*.yaml"))
 
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.stem)
 def test_shipped_config_is_valid(path):
-    from experiments.run.runner import check_components
+    from experiments.run.grid import expand_grid
+    from experiments.run.plan import check_components
 
     cfg = load_config(path)
-    check_components(cfg)  # tasks, components and every parameter they are given
+    check_components(cfg, expand_grid(cfg))  # tasks, components and every parameter they are given
     for task in cfg.tasks:
         get_task(task.name)
     for point in expand_grid(cfg):
@@ -51,10 +53,11 @@ def test_the_readme_config_example_is_valid():
     import yaml
 
     from experiments.run.config import parse_config
-    from experiments.run.runner import check_components
+    from experiments.run.grid import expand_grid
+    from experiments.run.plan import check_components
 
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     (block,) = re.findall(r"## A config\n\n```yaml\n(.*?)```", readme, flags=re.S)
     cfg = parse_config(yaml.safe_load(block), "README.md")
-    check_components(cfg)
+    check_components(cfg, expand_grid(cfg))
     assert len(expand_grid(cfg)) == 2 * (1 + 2 * 2)

@@ -9,7 +9,7 @@ import yaml
 
 from experiments.report.write import write_report
 from experiments.run.config import parse_config
-from experiments.run.runner import Runner
+from experiments.run.driver import Runner
 
 CONFIGS = Path(__file__).resolve().parents[3] / "experiments" / "configs"
 
@@ -27,7 +27,7 @@ def _slice(name: str, shared_data: Path, limit: int) -> dict:
 
 def _run(cfg: dict, out: Path):
     runner = Runner.resume(out, progress=False) if (out / "config.yaml").exists() else \
-        Runner.create(parse_config(cfg), out, progress=False)
+        Runner(parse_config(cfg), out, progress=False)
     try:
         return runner.run()
     finally:

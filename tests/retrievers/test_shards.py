@@ -14,14 +14,14 @@ import numpy as np
 import pytest
 
 from core.errors import UserError
-from experiments.run.encode import MANIFEST, ShardStore, encode_corpus, fingerprint
 from indexes.types import Chunk
 from retrievers.dense import DenseRetriever
+from retrievers.shards import MANIFEST, ShardStore, encode_corpus, fingerprint
 from tests.support.fake_openai import hashed_embedding
 from tests.support.kill import kill_after_shards
 
 REPO = Path(__file__).resolve().parents[3]
-PLUGIN = "tests.experiments.run.test_encode_shards:HashDense"
+PLUGIN = "tests.retrievers.test_shards:HashDense"
 
 
 class HashEncoder:
@@ -74,8 +74,8 @@ def test_shards_hold_the_corpus_in_order_and_a_second_call_encodes_nothing(tmp_p
 
 def test_a_killed_encode_resumes_from_its_last_whole_shard(tmp_path):
     folder = tmp_path / "emb"
-    script = (f"from experiments.run.encode import encode_corpus\n"
-              f"from tests.experiments.run.test_encode_shards import corpus\n"
+    script = (f"from retrievers.shards import encode_corpus\n"
+              f"from tests.retrievers.test_shards import corpus\n"
               f"encode_corpus(corpus(400), {{'name': {PLUGIN!r}, 'params': {{'delay_s': 0.004}}}}, {str(folder)!r}, "
               f"shard_size=40)\n")
     kill_after_shards([sys.executable, "-c", script], folder)

@@ -1,0 +1,57 @@
+"""Judged rates per cell, aggregated from ``judgements.jsonl`` (written by ``experiments.run.judge``).
+
+The latest judgement of each prediction wins; a cell's value is the mean over
+its judged examples x 100 with a 95% bootstrap interval, and the failed
+judgements (unparseable verdicts, judge errors, a pairwise judgement with one
+order only) are counted beside it and left out.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from experiments.data.records import Judgement
+from experiments.data.store import RunDir
+from experiments.report.stats import mean_interval
+
+
+@dataclass
+class JudgedCell:
+    """A judged rate for one (task, config): the value x 100 with its 95% interval, n and failures."""
+
+    task: str
+    reader: str
+    compressor: str
+    config_hash: str
+    protocol: str
+    judge: str
+    against: str
+    value: float
+    ci95: tuple[float, float]
+    n: int
+    n_failed: int
+
+
+def judged_cells(run_dir: str | Path) -> list[JudgedCell]:
+    """Judgement rates per cell (the latest judgement of each prediction wins), 0-100 with 95% intervals."""
+    latest: dict[tuple[str, ...], Judgement] = {r.key: r for r in RunDir(Path(run_dir)).judgements.read()}
+    groups: dict[tuple[str, ...], list[Judgement]] = defaultdict(list)
+    for r in latest.values():
+        groups[(r.task, r.config_hash, r.protocol, r.judge, r.against)].append(r)
+    cells = []
+    for (task, config_hash, protocol, judge, against), recs in groups.items():
+        ok = [float(r.value) for r in recs if r.status == "ok" and r.value is not None]
+        mi = mean_interval(ok)
+        cells.append(JudgedCell(task, recs[0].reader, recs[0].compressor, config_hash, protocol, judge, against,
+                                mi.mean, (mi.lo, mi.hi), mi.n, len(recs) - len(ok)))
+    return cells
+
+
+def judged_table(cells: Sequence[JudgedCell]) -> tuple[list[str], list[list[str]]]:
+    header = ["task", "reader", "compressor", "protocol", "against", "judge", "value [95% CI]", "n", "failed"]
+    fmt = lambda c: "—" if not c.n else f"{c.value:.1f} [{c.ci95[0]:.1f}, {c.ci95[1]:.1f}]"  # noqa: E731
+    body = [[c.task, c.reader, c.compressor, c.protocol, c.against, c.judge, fmt(c), str(c.n), str(c.n_failed)]
+            for c in cells]
+    return header, body

@@ -1,0 +1,205 @@
+"""The driver: the one writer of a run directory, whatever executor carries the units out.
+
+It takes the directory's lock first, then claims the directory for its config
+(writing ``config.yaml`` and ``grid.json`` once, or checking that the ones
+there ask for the same predictions), repairs a torn last line of any log,
+plans the pending units, hands them to an executor and writes each unit's
+records as it comes back: prompts and traces first, then the prediction lines
+that commit them.  Every prediction line is keyed by (task, example id, config
+hash); a resumed run skips keys already recorded, retries those that failed,
+and reuses the generation cache, so no completed model call is made twice.
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from core.errors import UserError
+from core.files import disk_error, write_atomic
+from core.progress import progress_bar
+from experiments.data.records import RecordKey
+from experiments.data.store import CONFIG, GRID, LOCK, RunDir
+from experiments.run.config import RunConfig, dump_config, load_config
+from experiments.run.executors import Executor, LocalExecutor
+from experiments.run.grid import expand_grid, grid_manifest
+from experiments.run.plan import PlannedPoint, check_components, dry_run, pending_units
+from experiments.run.worker import UnitResult, Worker
+from readers.base import Reader
+from readers.registry import make_reader
+
+
+class RunDirError(UserError):
+    """The run directory is missing, holds another config's run, or another process writes it."""
+
+
+@dataclass
+class RunStats:
+    """What a run did; written to ``stats.json`` and printed at the end."""
+
+    examples: int = 0
+    already_done: int = 0
+    predicted: int = 0
+    failed: int = 0
+    model_calls: int = 0
+    cache_hits: int = 0
+    retries: int = 0
+    compressor_model_calls: int = 0
+    wall_s: float = 0.0
+    failures_by_reason: dict[str, int] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Runner:
+    """Plans units, hands them to an executor, and is the only writer of ``run_dir`` (see the module docstring).
+
+    Every component of the grid is checked when the runner is made, before anything is written or loaded.
+    ``notify`` hears one-line news meant for the user (a run continued).  ``shards``: how dense open-domain
+    corpora are indexed (``experiments.run.sharding.ShardPlan``).
+    """
+
+    def __init__(self, config: RunConfig, run_dir: str | Path, *, progress: bool = True,
+                 reader_factory: Callable[..., Reader] = make_reader, executor: Executor | None = None,
+                 shards: Any = None, notify: Callable[[str], None] | None = None) -> None:
+        self.config = config
+        self.grid = expand_grid(config)
+        check_components(config, self.grid)
+        self.run_dir = Path(run_dir)
+        self.files = RunDir(self.run_dir)
+        self.progress = progress
+        self.worker = Worker(config, self.grid, reader_factory=reader_factory, progress=progress, shards=shards)
+        self.executor: Executor = executor or LocalExecutor(self.worker)
+        share = getattr(self.executor, "share_examples", None)
+        if share is not None:  # a distributed executor ships the driver's examples instead of loading them again
+            share(self.worker)
+        self.notify = notify or (lambda _message: None)
+        self.stats = RunStats()
+
+    @classmethod
+    def resume(cls, run_dir: str | Path, **kw: Any) -> "Runner":
+        """A runner for the config a run directory holds."""
+        run_dir = Path(run_dir)
+        if not (run_dir / CONFIG).is_file():
+            raise RunDirError(f"{run_dir} is not a run directory (no {CONFIG})")
+        return cls(load_config(run_dir / CONFIG), run_dir, **kw)
+
+    def close(self) -> None:
+        self.executor.close()
+        self.worker.close()
+
+    # -- planning -------------------------------------------------------------------
+    def done_keys(self) -> set[RecordKey]:
+        """Keys of the predictions already written (read only; a torn last line is left for the run to repair)."""
+        return {r.key for r in self.files.predictions.read()}
+
+    def plan(self) -> list[PlannedPoint]:
+        """The work left per (task, grid point), for ``--dry-run``; writes nothing."""
+        return dry_run(self.worker, self.done_keys())
+
+    # -- running --------------------------------------------------------------------
+    def run(self) -> RunStats:
+        with exclusive(self.run_dir):
+            self._claim()
+            return self._run()
+
+    def _claim(self) -> None:
+        """Make the directory this config's run: write its config and grid, or check the ones it holds."""
+        path = self.run_dir / CONFIG
+        if path.is_file():
+            held = load_config(path)
+            if held.same_run(self.config):
+                self.notify(f"{self.run_dir} holds a run of this config; continuing it")
+                if held == self.config and (self.run_dir / GRID).is_file():
+                    return  # only planned contrasts may differ; then config and grid are rewritten below
+            elif self.files.predictions.read() or self.files.failures.read():
+                raise RunDirError(f"{self.run_dir} holds a run of another config; pass another output folder "
+                                  f"or delete {self.run_dir}")
+            else:
+                self.notify(f"{self.run_dir} held another config but no predictions; it now holds this one")
+        dump_config(self.config, path)
+        write_atomic(self.run_dir / GRID, json.dumps(grid_manifest(self.config, self.grid), indent=2,
+                                                     ensure_ascii=False))
+
+    def _run(self) -> RunStats:
+        start = time.perf_counter()
+        self.stats = RunStats()
+        done = {r.key for r in self.files.predictions.repair()}
+        for log in (self.files.traces, self.files.failures):
+            log.repair()
+        units, already = pending_units(self.worker, done)
+        self.stats.already_done = already
+        self.stats.examples = already + sum(len(u.ids) for u in units)
+        with progress_bar(self.stats.examples, "predict", enabled=self.progress) as bar:
+            bar.update(already)
+
+            def step(done: int, total: int) -> None:
+                bar.set_postfix_str(f"generating token {done}/{total}", refresh=False)
+
+            def write(result: UnitResult) -> None:
+                self._write(result)
+                head = (result.predictions or result.failures or [None])[0]
+                if head is not None:
+                    bar.set_description(f"{head.task} | {head.compressor} | {head.reader}"[:70], refresh=False)
+                bar.set_postfix_str("", refresh=False)
+
+            try:
+                self.executor.run(self.config, units, write, bar.update, step)
+            finally:
+                self.stats.wall_s = round(time.perf_counter() - start, 3)
+        return self.stats
+
+    def _write(self, result: UnitResult) -> None:
+        """Write one unit's records: prompts and traces first, then the prediction lines that commit them."""
+        for phash, prompt in result.prompts.items():
+            path = self.files.prompt_path(phash)
+            if not path.exists():
+                path.parent.mkdir(parents=True, exist_ok=True)
+                write_atomic(path, prompt)
+        for trace in result.traces:
+            self.files.traces.append(trace)
+        for record in result.predictions:
+            self.files.predictions.append(record)
+        for failure in result.failures:
+            self.files.failures.append(failure)
+            kind = failure.reason.split(":", 1)[0][:80]
+            self.stats.failures_by_reason[kind] = self.stats.failures_by_reason.get(kind, 0) + 1
+        self.stats.predicted += len(result.predictions)
+        self.stats.failed += len(result.failures)
+        self.stats.model_calls += result.model_calls
+        self.stats.cache_hits += result.cache_hits
+        self.stats.retries += result.retries
+        self.stats.compressor_model_calls += result.compressor_model_calls
+
+
+@contextmanager
+def exclusive(run_dir: Path) -> Iterator[None]:
+    """One writer per run directory: a second writer would duplicate lines.
+
+    The lock goes with the file handle, also when the process is killed; the
+    ``.lock`` file itself is removed on every exit this process sees (Ctrl-C included).
+    """
+    path = run_dir / LOCK
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        fh = open(path, "w")
+    except OSError as err:
+        raise disk_error(path, err) from None
+    with fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise RunDirError(f"{run_dir} is being written by another ctxcomp process; wait for it or stop it") from None
+        try:
+            yield
+        finally:
+            path.unlink(missing_ok=True)
+
+
+__all__ = ["RunDirError", "RunStats", "Runner", "exclusive"]

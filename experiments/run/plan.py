@@ -1,0 +1,116 @@
+"""Before a run: check every component of the grid, cut the work into units, and say what is left (``--dry-run``).
+
+The checks run before anything is written or loaded, so a typo in a config
+costs seconds, not a model load: every task, metric, compressor, retriever and
+reader the grid names is resolved, and every parameter is checked by name and
+value (nested sections too; ``core.checks``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from compressors.base import CompressionError
+from compressors.registry import COMPRESSORS, INJECTED, uses_reader
+from core.errors import TransientError
+from experiments.data.records import RecordKey
+from experiments.run.config import RunConfig
+from experiments.run.examples import task_spec
+from experiments.run.grid import GridPoint
+from experiments.run.worker import Worker, WorkUnit, prompt_options
+from experiments.scoring.registry import get_metric
+from experiments.tasks.prompts import build_request
+from readers.registry import READERS
+from retrievers.registry import RETRIEVERS
+
+
+def check_components(config: RunConfig, grid: list[GridPoint]) -> None:
+    """Resolve every task, metric, compressor, retriever and reader the grid names and check every parameter."""
+    for task in config.tasks:
+        get_metric(task_spec(task).metric)
+        if task.open_domain is not None:
+            RETRIEVERS.check(task.open_domain.retriever.spec, where=f"task {task.key!r} open_domain")
+        if task.sweep is not None and task.sweep.distractors is not None:
+            RETRIEVERS.check(task.sweep.distractors.retriever.spec, where=f"task {task.key!r} distractors")
+    for spec in {p.compressor.model_dump_json(): p.compressor for p in grid}.values():
+        COMPRESSORS.check(spec.spec, injected=INJECTED)
+    for spec in {p.reader.model_dump_json(): p.reader for p in grid}.values():
+        READERS.check(spec.spec)
+
+
+def pending_units(worker: Worker, done: set[RecordKey]) -> tuple[list[WorkUnit], int]:
+    """Units still to do, in grid order, and how many examples are already done."""
+    units, already = [], 0
+    batch = worker.config.batch_size
+    for pi, point in enumerate(worker.grid):
+        for ti, task in enumerate(worker.config.tasks):
+            if not point.compressor.applies_to(task.key):
+                continue
+            examples = worker.examples(task)
+            ids = [ex_id for ex_id in examples if (task.key, ex_id, point.config_hash) not in done]
+            already += len(examples) - len(ids)
+            for lo in range(0, len(ids), batch):
+                units.append(WorkUnit(pi, ti, tuple(ids[lo: lo + batch])))
+    return units, already
+
+
+@dataclass
+class PlannedPoint:
+    """One (task, grid point) with how much work is left, for ``--dry-run``."""
+
+    task: str
+    compressor: str
+    reader: str
+    config_hash: str
+    examples: int
+    pending: int
+    reader_calls: int
+    cache_hits: int
+    prompt_tokens: int
+    exact: bool  # False: prompts depend on model calls (summaries), so calls and tokens are upper-bound estimates
+    summarizer_calls: int = 0
+    texts_encoded: int = 0  # embeddings this point computed during planning (cached ones are free)
+
+
+def dry_run(worker: Worker, done: set[RecordKey]) -> list[PlannedPoint]:
+    """The work left per (task, grid point): reader calls after cache hits, and prompt tokens.
+
+    Builds readers and compressors (models load) and compresses pending
+    examples, which fills the embedding cache for the real run.  Where a
+    compressor itself calls a model (summaries), prompts cannot be known in
+    advance: calls and tokens are then estimates (one summary call per chunk
+    of ``chunk_size`` words, full-context tokens as an upper bound).
+    """
+    rows = []
+    for point in worker.grid:
+        reader, compressor = worker.reader(point), worker.compressor(point)
+        needs_model = uses_reader(type(compressor))
+        labels = worker.labels(point)
+        for task in worker.config.tasks:
+            if not point.compressor.applies_to(task.key):
+                continue
+            spec, options = task_spec(task), prompt_options(task)
+            exs = list(worker.examples(task).values())
+            pending = [ex for ex in exs if (task.key, ex.id, point.config_hash) not in done]
+            hits, tokens, summaries = 0, 0, 0
+            encoded_before = compressor.encoded_texts()
+            for ex in pending:
+                if needs_model:
+                    tokens += reader.count_tokens(ex.context) + reader.count_tokens(ex.query)
+                    summaries += -(-reader.count_tokens(ex.context) // int(point.compressor.params.get("chunk_size", 500)))
+                    continue
+                try:
+                    request = build_request(spec, compressor.compress(ex), ex, options)
+                except (CompressionError, TransientError):
+                    continue  # the run will record it as failed
+                hits += reader.is_cached(request)
+                tokens += reader.count_tokens(request.prompt)
+            rows.append(PlannedPoint(
+                task=task.key, compressor=labels[0], reader=labels[1], config_hash=point.config_hash,
+                examples=len(exs), pending=len(pending), reader_calls=len(pending) - hits, cache_hits=hits,
+                prompt_tokens=tokens, exact=not needs_model, summarizer_calls=summaries,
+                texts_encoded=compressor.encoded_texts() - encoded_before,
+            ))
+    return rows
+
+
+__all__ = ["PlannedPoint", "check_components", "dry_run", "pending_units"]

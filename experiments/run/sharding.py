@@ -1,0 +1,163 @@
+"""Where an open-domain corpus is encoded: in this process, or on a Ray pool of encoder actors, into shards.
+
+A ``ShardPlan`` is not part of any run config: it changes where the vectors
+are computed, never which passages a question gets.  The curve command and
+``ctxcomp retrieve`` build one from their options and hand it, as an explicit
+parameter, to the run (``evaluate(..., shards=plan)``) or to the retriever.
+The shards themselves (format, resume, loading) are ``retrievers.shards``.
+
+``RayEncoderPool`` is a pool of Ray actors, each holding the encoder of one
+dense retriever section (built once per actor, on a GPU share when the
+cluster has GPUs); shards go out through the one ``ray_pool.WorkQueue`` and
+are written by this process as they come back.  An actor that dies is
+restarted by Ray and its shard encoded again; if Ray gives up, the error stops
+the encode, and running it again resumes from the shards already written.
+"""
+from __future__ import annotations
+
+import math
+import os
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from core.paths import cache_root
+from core.progress import progress_bar
+from indexes.types import Chunk
+from retrievers.dense import DenseRetriever
+from retrievers.shards import DEFAULT_SHARD_SIZE, dense_retriever, index_from_shards
+
+
+def default_shard_root() -> Path:
+    """``$CTXCOMP_CACHE_DIR/shards``: where shard folders go unless a plan names one."""
+    return cache_root() / "shards"
+
+
+@dataclass(frozen=True)
+class ShardPlan:
+    """How a dense retriever's corpus embeddings are written as shards and loaded back.
+
+    ``folder``: the shard folder itself; None: a folder named by corpus and encoder under ``root``.
+    ``executor``: ``"local"`` encodes in this process, ``"ray"`` on a ``RayEncoderPool`` of ``workers``
+    actors at ``address`` (None starts a local Ray instance).  ``progress``: a line naming the folder and a
+    bar of shards on stderr.
+    """
+
+    folder: Path | None = None
+    root: Path | None = None
+    executor: str = "local"
+    address: str | None = None
+    workers: int | None = None
+    shard_size: int = DEFAULT_SHARD_SIZE
+    progress: bool = False
+
+    def index(self, retriever: Any, chunks: Sequence[Chunk]) -> DenseRetriever:
+        """``retriever`` (built, or a dense section) over ``chunks``, its vectors from this plan's shards."""
+        built = dense_retriever(retriever)
+        section = retriever if not isinstance(retriever, DenseRetriever) else None
+        with progress_bar(None, "encode", unit="shard", enabled=self.progress, leave=False) as bar:
+            def say(message: str, todo: int) -> None:
+                where = "this process" if self.executor == "local" else "Ray"
+                if self.progress:
+                    print(message + (f", encoding {todo} on {where}" if todo else ""), file=sys.stderr, flush=True)
+                bar.reset(total=todo)
+
+            def pool() -> RayEncoderPool:
+                if section is None:
+                    raise ValueError("encoding on Ray needs the retriever's section, not a built retriever")
+                return RayEncoderPool(section, address=self.address, workers=self.workers, gpus_per_worker=None)
+
+            return index_from_shards(built, chunks, folder=self.folder, root=self.root or default_shard_root(),
+                                     shard_size=self.shard_size, pool_for=pool if self.executor == "ray" else None,
+                                     on_shard=lambda _i: bar.update(1), say=say)
+
+
+class EncoderActor:
+    """The body of one Ray actor: one encoder, built once from a retriever section."""
+
+    def __init__(self, retriever: Any, env: dict[str, str], driver_node: str) -> None:
+        import ray
+
+        if ray.get_runtime_context().get_node_id() == driver_node:
+            os.environ.update(env)
+        built = dense_retriever(retriever)
+        self.encoder, self.use_title = built.encoder, built.use_title
+
+    def describe(self) -> tuple[str, bool, int]:
+        return self.encoder.model_id, self.use_title, os.getpid()
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        return np.asarray(self.encoder.encode_documents(texts), dtype=np.float32)
+
+
+class RayEncoderPool:
+    """``workers`` Ray actors, each holding the encoder of ``retriever``; a ``retrievers.shards.ShardEncoder``.
+
+    ``address``: as ``ctxcomp run --ray-address`` (None: a local Ray instance).  The encoder's model id
+    and title setting are asked of the first actor, so this process never loads the model itself.
+    ``gpus_per_worker=None`` picks from the cluster (:func:`auto_gpus`).  Use it as a context manager.
+    """
+
+    def __init__(self, retriever: Any, *, address: str | None = None, workers: int | None = None,
+                 cpus_per_worker: float = 1.0, gpus_per_worker: float | None = 0.0, max_restarts: int = 2,
+                 depth: int = 2) -> None:
+        from experiments.run.ray_pool import FORWARDED_ENV, connect, import_ray, unwrap
+
+        self._ray = ray = import_ray()
+        self._owns_ray = connect(address, workers)
+        if gpus_per_worker is None:
+            workers, gpus_per_worker = auto_gpus(ray.cluster_resources().get("GPU", 0.0), workers)
+        n = workers or max(1, int(ray.cluster_resources().get("CPU", 1.0) // max(cpus_per_worker, 1e-9)))
+        env = {k: os.environ[k] for k in FORWARDED_ENV if k in os.environ}
+        node = ray.get_runtime_context().get_node_id()
+        remote = ray.remote(EncoderActor).options(num_cpus=cpus_per_worker, num_gpus=gpus_per_worker,
+                                                  max_restarts=max_restarts, max_task_retries=max_restarts)
+        self.actors = [remote.remote(retriever, env, node) for _ in range(n)]
+        self.depth = depth
+        try:
+            described = ray.get([a.describe.remote() for a in self.actors])
+        except ray.exceptions.RayTaskError as err:
+            self.close()
+            raise unwrap(err) from None
+        self.model_id, self.use_title, _ = described[0]
+        self.pids = [pid for _, _, pid in described]
+
+    def encode(self, shards: dict[int, list[str]], save: Callable[[int, np.ndarray], None]) -> None:
+        """Encode every shard on the pool; ``save(i, vectors)`` runs in this process as each one comes back."""
+        from experiments.run.ray_pool import WorkQueue
+
+        queue = WorkQueue(self._ray, self.actors, lambda actor, i: actor.encode.remote(shards[i]), depth=self.depth)
+        queue.run(sorted(shards), save)
+
+    def close(self) -> None:
+        from experiments.run.ray_pool import kill_actors
+
+        kill_actors(self._ray, self.actors)
+        self.actors = []
+        if self._owns_ray and self._ray.is_initialized():
+            self._ray.shutdown()
+        self._owns_ray = False
+
+    def __enter__(self) -> "RayEncoderPool":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def auto_gpus(gpus: float, workers: int | None) -> tuple[int | None, float]:
+    """(workers, GPUs per worker) on a cluster with ``gpus`` GPUs: no GPU, no share; else one actor per GPU
+    (``workers`` None), or ``workers`` actors packed evenly, ``ceil(workers / gpus)`` to a GPU."""
+    whole = int(gpus)
+    if whole < 1:
+        return workers, 0.0
+    if workers is None:
+        return whole, 1.0
+    return workers, 1.0 / math.ceil(workers / whole)
+
+
+__all__ = ["EncoderActor", "RayEncoderPool", "ShardPlan", "auto_gpus", "default_shard_root"]

@@ -1,0 +1,226 @@
+"""The worker: turns one unit of work (a grid point, a task, a batch of examples) into records, and writes nothing.
+
+It compresses each example, builds the task's prompt, reads, and scores.  One
+worker lives in the driver for the local executor and one per process (a Ray
+actor) for distributed executors, so heavy models load once per process, not
+once per unit.
+
+What is an example failure and what is a bug: a ``CompressionError`` (a
+compressor that could not produce a context for this example), a
+``TransientError`` (a remote service that kept failing) and a generation with
+``error`` set become ``Failure`` records; anything else propagates and stops
+the run.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from compressors.base import CompressedContext, CompressionError, Compressor
+from compressors.registry import make_compressor
+from core.errors import TransientError, UserError
+from experiments.data.records import Example, Failure, Prediction, Trace
+from experiments.run.config import RunConfig, TaskConfig
+from experiments.run.examples import load_task_examples, task_spec
+from experiments.run.grid import GridPoint, canonical_json, expand_grid
+from experiments.scoring.registry import score_item
+from experiments.tasks.prompts import PromptOptions, build_request
+from experiments.tasks.specs import TaskSpec
+from indexes.text import has_answer
+from readers.base import Generation, GenerationRequest, Reader
+from readers.cache import CachedReader
+from readers.registry import make_reader
+
+ProgressFn = Callable[[int], None]
+StepFn = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class WorkUnit:
+    """One grid point (index into the grid), one task (index into the config), a batch of example ids."""
+
+    point: int
+    task: int
+    ids: tuple[str, ...]
+
+
+@dataclass
+class UnitResult:
+    """Everything a unit produced; the driver writes it (prompts, traces, predictions, failures)."""
+
+    unit: WorkUnit
+    predictions: list[Prediction] = field(default_factory=list)
+    failures: list[Failure] = field(default_factory=list)
+    traces: list[Trace] = field(default_factory=list)
+    prompts: dict[str, str] = field(default_factory=dict)
+    model_calls: int = 0
+    cache_hits: int = 0
+    retries: int = 0
+    compressor_model_calls: int = 0
+
+
+def prompt_hash(prompt: str) -> str:
+    return hashlib.sha256(prompt.encode("utf-8")).hexdigest()[:16]
+
+
+def prompt_options(task: TaskConfig) -> PromptOptions:
+    return PromptOptions(task.query_aware, task.length_instruction, task.max_new_tokens)
+
+
+class Worker:
+    """Builds readers and compressors once per grid point and turns units into records (see the module docstring).
+
+    ``grid``: the run's grid, expanded once by the driver; a worker in another process expands its own.
+    ``shards``: how open-domain tasks index a dense corpus (``experiments.run.sharding``); None: as always.
+    """
+
+    def __init__(self, config: RunConfig, grid: list[GridPoint] | None = None, *,
+                 reader_factory: Callable[..., Reader] = make_reader, progress: bool = False,
+                 shards: object | None = None) -> None:
+        self.config = config
+        self.grid = grid if grid is not None else expand_grid(config)
+        self._reader_factory = reader_factory
+        self._progress = progress
+        self._shards = shards
+        self._examples: dict[str, dict[str, Example]] = {}
+        self._readers: dict[str, CachedReader] = {}
+        self._compressors: dict[str, Compressor] = {}
+
+    # -- components ------------------------------------------------------------
+    def examples(self, task: TaskConfig) -> dict[str, Example]:
+        """The task's examples by id, in order (loaded once per worker)."""
+        key = canonical_json(task.model_dump(mode="json"))
+        if key not in self._examples:
+            by_id: dict[str, Example] = {}
+            for ex in load_task_examples(task, progress=self._progress, shards=self._shards):
+                if ex.id in by_id:
+                    raise UserError(f"task {task.key!r}: example id {ex.id!r} occurs twice ({ex.source})")
+                by_id[ex.id] = ex
+            self._examples[key] = by_id
+        return self._examples[key]
+
+    def reader(self, point: GridPoint) -> CachedReader:
+        """The point's reader, built once per reader section and wrapped in the generation cache."""
+        key = point.reader.model_dump_json()
+        if key not in self._readers:
+            self._readers[key] = CachedReader(self._reader_factory(point.reader.name, **point.reader.params))
+        return self._readers[key]
+
+    def compressor(self, point: GridPoint) -> Compressor:
+        key = point.config_hash
+        if key not in self._compressors:
+            reader = self.reader(point)
+            self._compressors[key] = make_compressor(point.compressor.spec, tokenizer=reader.tokenizer, reader=reader)
+        return self._compressors[key]
+
+    def labels(self, point: GridPoint) -> tuple[str, str]:
+        """(compressor, reader) row labels: the config's ``label`` when given, else the component's own ``label``."""
+        compressor = point.compressor.label or self.compressor(point).label
+        reader = point.reader.label or self.reader(point).label
+        return compressor, reader
+
+    def close(self) -> None:
+        for reader in self._readers.values():
+            reader.close()
+        self._readers.clear()
+        self._compressors.clear()
+
+    # -- one unit --------------------------------------------------------------
+    def process(self, unit: WorkUnit, progress: ProgressFn | None = None, step: StepFn | None = None) -> UnitResult:
+        point, task = self.grid[unit.point], self.config.tasks[unit.task]
+        spec = task_spec(task)
+        options = prompt_options(task)
+        by_id = self.examples(task)
+        reader, compressor = self.reader(point), self.compressor(point)
+        keyed = _KeyFields(point, task, *self.labels(point))
+        result = UnitResult(unit)
+        staged: list[tuple[Example, CompressedContext, GenerationRequest, float]] = []
+        for ex in (by_id[i] for i in unit.ids):
+            t0 = time.perf_counter()
+            try:
+                compressed = compressor.compress(ex)
+            except (CompressionError, TransientError) as err:  # recorded, retried on --resume; never scored
+                result.failures.append(keyed.failure(ex, "compress", err))
+                if progress is not None:
+                    progress(1)
+                continue
+            staged.append((ex, compressed, build_request(spec, compressed, ex, options), time.perf_counter() - t0))
+            result.compressor_model_calls += compressed.model_calls
+        # summaries count in the cache's hits/misses too; only the reader's own calls below are reported as reads
+        hits1, misses1 = reader.hits, reader.misses
+        if staged:
+            with reader.reporting(progress, step):
+                generations = reader.generate([request for _, _, request, _ in staged])
+            if len(generations) != len(staged):
+                raise RuntimeError(f"reader {reader!r} returned {len(generations)} generations for {len(staged)} requests")
+            for (ex, compressed, request, compress_s), gen in zip(staged, generations):
+                result.retries += gen.retries
+                if not gen.ok:
+                    result.failures.append(keyed.failure(ex, "generate", gen.error or "unknown error", gen.retries))
+                    continue
+                self._record(result, keyed, spec, ex, compressor, compressed, request, compress_s, gen)
+        result.cache_hits = reader.hits - hits1
+        result.model_calls = reader.misses - misses1
+        return result
+
+    def _record(self, result: UnitResult, keyed: "_KeyFields", spec: TaskSpec, ex: Example, compressor: Compressor,
+                compressed: CompressedContext, request: GenerationRequest, compress_s: float, gen: Generation) -> None:
+        phash = prompt_hash(request.prompt)
+        if self.config.save_prompts:
+            result.prompts[phash] = request.prompt if request.system is None else f"[system]\n{request.system}\n[user]\n{request.prompt}"
+        scored = score_item(gen.text, ex.answers, metric=spec.metric, all_classes=ex.all_classes,
+                            first_line_only=spec.first_line_only)
+        result.predictions.append(Prediction(
+            **keyed.fields(ex),
+            query=ex.query,
+            prompt_hash=phash,
+            prediction=gen.text,
+            answers=list(ex.answers),
+            metric=spec.metric,
+            score=scored.value,
+            answer_in_context=has_answer(compressed.text, ex.answers) if ex.answers else None,
+            length=ex.length,
+            tokens_in=compressed.tokens_in,
+            tokens_out=compressed.tokens_out,
+            reader_tokens_in=gen.tokens_in,
+            reader_tokens_out=gen.tokens_out,
+            truncated=gen.truncated,
+            # a cached generation reports the latency and cost of the model call that made it,
+            # so a config's figures do not depend on what an earlier run left in the cache
+            latency_s=round(gen.meta.get("cached_latency_s", gen.latency_s) if gen.cached else gen.latency_s, 4),
+            compress_s=round(compress_s, 4),
+            cost_usd=round((gen.meta.get("cached_cost_usd", 0.0) if gen.cached else gen.cost_usd) + compressed.cost_usd, 6),
+            cached=gen.cached,
+            retries=gen.retries,
+            kept_chunks=list(compressed.kept_chunks),
+            chunk_scores=[None if not math.isfinite(s) else round(s, 4) for s in compressed.scores],
+            meta={k: v for k, v in ex.meta.items() if isinstance(v, (str, int, float, bool)) or v is None},
+            source=ex.source,
+            score_parts=dict(scored.parts),
+        ))
+        result.traces.append(Trace(**keyed.fields(ex), compressor_identity=compressor.identity,
+                                   kept_chunks=list(compressed.kept_chunks), trace=compressed.trace))
+
+
+@dataclass(frozen=True)
+class _KeyFields:
+    """What keys every record of one unit: its task and grid point, and the rows' labels."""
+
+    point: GridPoint
+    task: TaskConfig
+    compressor: str
+    reader: str
+
+    def fields(self, ex: Example) -> dict[str, str]:
+        return {"task": self.task.key, "spec": self.task.name, "id": ex.id, "config_hash": self.point.config_hash,
+                "compressor": self.compressor, "compressor_kind": self.point.compressor.name, "reader": self.reader}
+
+    def failure(self, ex: Example, stage: str, err: BaseException | str, retries: int = 0) -> Failure:
+        reason = f"{type(err).__name__}: {err}" if isinstance(err, BaseException) else str(err)
+        return Failure(**self.fields(ex), stage=stage, reason=reason[:2000], retries=retries, time=time.time())
+
+
+__all__ = ["ProgressFn", "StepFn", "UnitResult", "WorkUnit", "Worker", "prompt_hash", "prompt_options"]
