@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, Sequence
 
 from core.checks import Nested
+from core.errors import ExampleFailure
 from indexes.types import Passage
 from readers.base import Tokenizer
 
@@ -55,7 +56,7 @@ class CompressedContext:
         return self.tokens_in / self.tokens_out if self.tokens_out else float("inf")
 
 
-class CompressionError(RuntimeError):
+class CompressionError(ExampleFailure):
     """A compressor could not produce a context for one example (a summarizer that failed or wrote
     nothing usable, a budget smaller than any chunk, an example without a query).
 

@@ -1,9 +1,10 @@
 """What went wrong, in three kinds: the user's mistake, a remote fault, or a bug (any other exception).
 
 Every floor raises these, so they live in the ground.  The CLI prints a
-``UserError`` as one line and exits 2; the runner records a
-``TransientError`` as a failed example; anything else stops the run with its
-traceback.
+``UserError`` as one line and exits 2; the runner records an
+``ExampleFailure`` (a remote fault after retries, a request the server refused,
+a context that could not be compressed) as a failed example; anything else
+stops the run with its traceback.
 """
 from __future__ import annotations
 
@@ -23,7 +24,12 @@ class ParamError(UserError):
     """A component got a parameter it does not take, misses a required one, or got a bad value."""
 
 
-class TransientError(RuntimeError):
+class ExampleFailure(RuntimeError):
+    """This example could not be done, and another might: the runner records it as failed with this reason,
+    never scores it, and ``--resume`` tries it again.  Any other exception stops the run."""
+
+
+class TransientError(ExampleFailure):
     """A remote service kept failing (network, timeouts, 429/5xx) after every retry.
 
     The runner records the example as failed with this reason and ``--resume``
@@ -31,4 +37,8 @@ class TransientError(RuntimeError):
     """
 
 
-__all__ = ["ParamError", "TransientError", "UnknownComponentError", "UserError"]
+class RequestRejected(ExampleFailure):
+    """A server refused this one request (HTTP 400, 413, 422, ...: too long, filtered); retrying cannot help."""
+
+
+__all__ = ["ExampleFailure", "ParamError", "RequestRejected", "TransientError", "UnknownComponentError", "UserError"]

@@ -29,32 +29,12 @@ import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Literal
-from urllib.parse import urlsplit
 
 from core.errors import ParamError
 
 log = logging.getLogger(__name__)
 
 State = Literal["up", "ejected", "probing"]
-
-
-def check_urls(urls: Sequence[str], what: str = "openai", field: str = "base_urls") -> list[str]:
-    """The URLs without trailing slashes; a ``ParamError`` naming the first entry that is not an http(s) URL."""
-    out = []
-    for url in urls:
-        try:
-            parts = urlsplit(url) if isinstance(url, str) else None
-            port_ok = parts is not None and (parts.port or True)
-        except ValueError:  # a port that is not a number
-            parts, port_ok = None, False
-        if parts is None or not port_ok or parts.scheme not in ("http", "https") or not parts.hostname:
-            where = f"in {field}" if field == "base_urls" else f"({field})"
-            raise ParamError(f"{what}: {url!r} {where} is not an http:// or https:// URL")
-        out.append(url.rstrip("/"))
-    if len(set(out)) != len(out):
-        dupes = sorted({u for u in out if out.count(u) > 1})
-        raise ParamError(f"{what}: base_urls lists {', '.join(dupes)} more than once")
-    return out
 
 
 @dataclass(eq=False)

@@ -1,17 +1,18 @@
 """A reader for any OpenAI-compatible HTTP server: OpenAI itself, vLLM, llama.cpp's server, TGI, ...
 
-Built on httpx rather than the ``openai`` client so retries are fully ours,
-through the project's one ``core.retry.RetryPolicy``: exponential backoff
-with full jitter on 429 (``retry-after-ms`` / ``Retry-After`` in seconds or as
-an HTTP date, obeyed up to ``retry_after_max_s``), 408/409, 5xx, timeouts,
-connection errors, malformed JSON and empty ``choices``.  After the last try
-the generation carries ``error`` and empty text -- a failure is never
-returned as an empty prediction.  Other 4xx answers (bad request, bad key)
-are not retried.
+Requests go through the project's one OpenAI-compatible client
+(``core.openai_client``) and its one failure rule, retried through the one
+``core.retry.RetryPolicy``: exponential backoff with full jitter on 429
+(``retry-after-ms`` / ``Retry-After`` in seconds or as an HTTP date, obeyed up
+to ``retry_after_max_s``), 408/409, 5xx, timeouts, connection errors,
+malformed JSON and empty ``choices``.  After the last try the generation
+carries ``error`` and empty text -- a failure is never returned as an empty
+prediction.  A request the server rejects (400, 413, 422) fails that example
+at once; a refused key, model or route (401, 403, 404) stops the run.
 
 The API key comes only from the environment (``api_key_env``) or a file
 (``api_key_file``); it never appears in ``identity``, ``repr``, logs or error
-messages (see :func:`redact`).
+messages (see ``core.openai_client.redact``).
 
 ``base_urls=[...]`` spreads requests over a fleet of servers that serve the
 same model (``readers.fleet``): each request goes to the server with the
@@ -29,71 +30,31 @@ mode, so ``GenerationRequest.chat=False`` does not change it);
 """
 from __future__ import annotations
 
-import json
 import logging
 import os
 import random
-import re
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any, Literal, Sequence
 
 from pydantic import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt
 
-from core.errors import ParamError, TransientError, UserError
-from core.retry import RetryPolicy, Transient, parse_retry_after
+from core.errors import ParamError, RequestRejected, TransientError, UserError
+from core.openai_client import OPENAI_BASE_URL, OpenAIClient, ServerFault, check_urls, read_api_key, redact
+from core.retry import RetryPolicy, Transient
 from readers.base import Generation, GenerationRequest, Reader, Tokenizer, TruncationPolicy
-from readers.fleet import Fleet, Server, check_urls
+from readers.fleet import Fleet, Server
 from readers.tokenizers import TiktokenTokenizer, WordTokenizer, load_tokenizer
 from readers.truncation import cut_at_stop, prompt_budget, truncate_text
 
 log = logging.getLogger(__name__)
 
-OPENAI_BASE_URL = "https://api.openai.com/v1"
 # Context windows of common OpenAI models (prompt + completion tokens), used when max_context is not given.
 KNOWN_CONTEXT = {
     "gpt-3.5-turbo-16k": 16385, "gpt-3.5-turbo": 16385, "gpt-4o-mini": 128000, "gpt-4o": 128000,
     "gpt-4-turbo": 128000, "gpt-4-32k": 32768, "gpt-4": 8192, "gpt-4.1": 1047576,
 }
 DEFAULT_CONTEXT = 4096
-RETRYABLE_STATUS = frozenset({408, 409, 429}) | frozenset(range(500, 600))
-_BEARER = re.compile(r"(Bearer\s+)\S+", re.IGNORECASE)
-_KEYLIKE = re.compile(r"\bsk-[A-Za-z0-9_\-]{6,}")
-
-
-class _Secret:
-    """Holds the API key; prints as ``***`` so it cannot leak through repr or f-strings."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    def reveal(self) -> str:
-        return self._value
-
-    def __repr__(self) -> str:
-        return "***"
-
-    __str__ = __repr__
-
-
-def redact(text: str, secret: str | None = None) -> str:
-    """Remove an API key from ``text``: the literal key, ``Bearer <token>`` and ``sk-...`` look-alikes."""
-    if secret:
-        text = text.replace(secret, "***")
-    return _KEYLIKE.sub("sk-***", _BEARER.sub(r"\1***", text))
-
-
-class _Fatal(Exception):
-    """A failure that retrying cannot fix (bad request, bad key); the generation fails at once."""
-
-
-class _ServerFault(Transient):
-    """A retryable fault that speaks of the server's health (refused, dropped, timed out, 5xx, torn reply);
-    it counts toward ejecting the server from the fleet.  A 429 / 408 / 409 is a plain ``Transient``."""
 
 
 class OpenAICompatReader(Reader):
@@ -144,15 +105,17 @@ class OpenAICompatReader(Reader):
         # Tokens the server's chat format wraps around one user message (OpenAI: 7); without this room a
         # prompt truncated to exactly max_context - max_new_tokens is rejected with HTTP 400.
         self.chat_overhead_tokens = chat_overhead_tokens if endpoint == "chat" else 0
-        self._key = _Secret(self._read_key(api_key_env, api_key_file))
+        self._key = read_api_key(api_key_env, api_key_file, required=self._official)
         self._max_context = max_context
         self._tokenizer_spec = tokenizer
         self._tokenizer_obj: Tokenizer | None = None
-        self._client: Any = None
-        self._lock = threading.Lock()
+        connections = concurrency * len(self.base_urls)
+        self._clients = {url: OpenAIClient(url, self._key, timeout_s=timeout_s, connections=connections)
+                         for url in self.base_urls}
         self._rng = random.Random()
         self._sleep = time.sleep  # a seam for tests that record waits
-        self.fleet = Fleet(self.base_urls, probe=self._probe, eject_after=eject_after, cooldown_s=cooldown_s)
+        self.fleet = Fleet(self.base_urls, probe=lambda url: self._clients[url].healthy(), eject_after=eject_after,
+                           cooldown_s=cooldown_s)
 
     @classmethod
     def check_config(cls, **params: Any) -> None:
@@ -180,22 +143,6 @@ class OpenAICompatReader(Reader):
     def _official(self) -> bool:
         """Whether every server is OpenAI's own API (a key is required; tiktoken counts tokens)."""
         return all(u == OPENAI_BASE_URL for u in self.base_urls)
-
-    def _read_key(self, env: str, path: str | os.PathLike | None) -> str:
-        if path is not None:
-            try:
-                key = Path(path).read_text(encoding="utf-8").strip()
-            except OSError as err:
-                raise UserError(f"cannot read API key file {path}: {err.strerror}") from None
-            if not key:
-                raise UserError(f"API key file {path} is empty")
-            return key
-        key = os.environ.get(env, "").strip()
-        if not key:
-            if self._official:
-                raise UserError(f"no API key: set the environment variable {env} (or pass api_key_file=)")
-            key = "EMPTY"  # local servers (vLLM without --api-key) accept any bearer token
-        return key
 
     # -- Reader surface ---------------------------------------------------
     @property
@@ -242,7 +189,6 @@ class OpenAICompatReader(Reader):
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
         if not requests:
             return []
-        self._ensure_client()
         workers = min(self.concurrency * len(self.base_urls), len(requests))
         if workers == 1:
             return [self._generate_one(r) for r in requests]
@@ -251,19 +197,10 @@ class OpenAICompatReader(Reader):
 
     def close(self) -> None:
         self.fleet.wait_for_probes(timeout_s=min(self.timeout_s, 5.0))
-        if self._client is not None:
-            self._client.close()
-            self._client = None
+        for client in self._clients.values():
+            client.close()
 
     # -- one request ------------------------------------------------------
-    def _ensure_client(self) -> None:
-        with self._lock:
-            if self._client is None:
-                import httpx
-
-                total = self.concurrency * len(self.base_urls)
-                limits = httpx.Limits(max_connections=total, max_keepalive_connections=total)
-                self._client = httpx.Client(timeout=self.timeout_s, limits=limits)
 
     def _body(self, req: GenerationRequest, prompt: str) -> dict:
         body: dict[str, Any] = {"model": self.model, "max_tokens": req.max_new_tokens, "temperature": req.temperature}
@@ -294,7 +231,7 @@ class OpenAICompatReader(Reader):
             self._advance(1)
             return Generation(text="", latency_s=time.perf_counter() - start, truncated=truncated,
                               error=str(failure), retries=max(failed[0] - 1, 0))
-        except _Fatal as failure:
+        except RequestRejected as failure:
             self._advance(1)
             return Generation(text="", latency_s=time.perf_counter() - start, truncated=truncated, error=str(failure),
                               retries=max(failed[0] - 1, 0))
@@ -312,7 +249,8 @@ class OpenAICompatReader(Reader):
         """One attempt of the retry policy: each admitted server at most once, least in flight first.
 
         Raises ``Transient`` only when every server it tried failed (the reason names each of them and
-        obeys the longest ``Retry-After`` any of them asked for); ``_Fatal`` passes through at once.
+        obeys the longest ``Retry-After`` any of them asked for); ``RequestRejected`` and ``ServerRefused``
+        pass through at once.
         """
         tried: list[Server] = []
         faults: list[tuple[str, Transient]] = []
@@ -322,12 +260,12 @@ class OpenAICompatReader(Reader):
                 result = self._attempt(server.url, body)
             except Transient as fault:
                 failed[0] += 1
-                self.fleet.release(server, ok=False, health_fault=isinstance(fault, _ServerFault), reason=fault.reason)
+                self.fleet.release(server, ok=False, health_fault=isinstance(fault, ServerFault), reason=fault.reason)
                 faults.append((server.url, fault))
                 continue
-            except _Fatal:
+            except (RequestRejected, UserError):
                 failed[0] += 1
-                self.fleet.release(server, ok=True)  # the server answered; the request is what is wrong
+                self.fleet.release(server, ok=True)  # the server answered; the request or the setup is what is wrong
                 raise
             except BaseException:
                 self.fleet.release(server, ok=False)
@@ -342,55 +280,24 @@ class OpenAICompatReader(Reader):
         reason = f"{head}: " + "; ".join(f"{url}: {f.reason}" for url, f in faults)
         raise Transient(reason, max(hints) if hints else None)
 
-    def _probe(self, url: str) -> bool:
-        """Whether a server answers ``GET /models`` with 200 (before an ejected server gets traffic again)."""
-        import httpx
-
-        try:
-            resp = httpx.get(f"{url}/models", headers={"Authorization": f"Bearer {self._key.reveal()}"},
-                             timeout=min(self.timeout_s, 5.0))
-        except httpx.HTTPError:
-            return False
-        return resp.status_code == 200
-
     def _attempt(self, base_url: str, body: dict) -> tuple[str, dict]:
-        """One HTTP call; returns (text, usage) or raises Transient / _ServerFault / _Fatal with a key-free reason."""
-        import httpx
-
-        url = f"{base_url}/{'chat/completions' if self.endpoint == 'chat' else 'completions'}"
-        headers = {"Authorization": f"Bearer {self._key.reveal()}"}
-        try:
-            resp = self._client.post(url, json=body, headers=headers)
-        except httpx.TimeoutException as err:
-            raise _ServerFault(f"timeout after {self.timeout_s}s ({type(err).__name__})") from None
-        except (httpx.LocalProtocolError, httpx.UnsupportedProtocol) as err:  # our request is bad: retrying won't help
-            raise _Fatal(f"invalid request ({type(err).__name__}: {self._clean(str(err))})") from None
-        except httpx.TransportError as err:
-            raise _ServerFault(f"connection error ({type(err).__name__}: {self._clean(str(err))})") from None
-        if resp.status_code != 200:
-            detail = self._clean(resp.text[:300])
-            reason = f"HTTP {resp.status_code}: {detail}"
-            if resp.status_code >= 500:
-                raise _ServerFault(reason)
-            if resp.status_code in RETRYABLE_STATUS:
-                raise Transient(reason, parse_retry_after(resp.headers) if resp.status_code == 429 else None)
-            raise _Fatal(reason)
-        try:
-            payload = resp.json()
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            raise _ServerFault("malformed JSON in a 200 response") from None
-        choices = payload.get("choices") if isinstance(payload, dict) else None
+        """One HTTP call to one server; (text, usage), or the client's classified fault."""
+        payload = self._clients[base_url].post("chat/completions" if self.endpoint == "chat" else "completions", body)
+        choices = payload.get("choices")
         if not choices:
-            raise _ServerFault("response has no choices")
+            raise ServerFault("response has no choices")
         try:
             choice = choices[0]
             text = choice["message"].get("content") if self.endpoint == "chat" else choice.get("text")
         except (AttributeError, KeyError, TypeError, IndexError):
-            raise _ServerFault("response choice has an unexpected shape") from None
+            raise ServerFault("response choice has an unexpected shape") from None
         if text is None:
-            raise _ServerFault("response choice has no text")
+            raise ServerFault("response choice has no text")
         usage = payload.get("usage") or {}
         return str(text), usage if isinstance(usage, dict) else {}
 
     def _clean(self, text: str) -> str:
         return redact(text, self._key.reveal())
+
+
+__all__ = ["KNOWN_CONTEXT", "OpenAICompatReader", "redact"]

@@ -1,55 +1,40 @@
 """OpenAI embeddings (text-embedding-ada-002, text-embedding-3-small/large) or any compatible server.
 
-The API key is read from the environment when the client is built and is
-never stored on this object, logged or put in an error message.  Requests are
-batched and retried through the project's one ``core.retry.RetryPolicy``
-on 429, 408/409, 5xx, timeouts, dropped connections and malformed replies
-(``Retry-After`` obeyed, in seconds or as a date, up to ``retry_after_max_s``);
-a batch that still fails raises :class:`EmbeddingRequestError` (a
-``TransientError``: the runner records the example as failed) instead of
-returning anything partial.  A request the server refuses for good (a bad key,
-a bad model name) raises ``UserError``; anything else is a bug and propagates.
-Embeddings are cached by the dense retriever's cache.
+Requests go through the project's one OpenAI-compatible client
+(``core.openai_client``) and its one failure rule, batched and retried
+through the one ``core.retry.RetryPolicy`` on 429, 408/409, 5xx, timeouts,
+dropped connections and malformed replies (``Retry-After`` obeyed, in seconds
+or as a date, up to ``retry_after_max_s``).  A batch that still fails raises
+:class:`EmbeddingRequestError` (a ``TransientError``: the runner records the
+example as failed) instead of returning anything partial; a batch the server
+rejects (400, 413) raises ``RequestRejected`` (also an example failure); a
+refused key, model or route (401, 403, 404) stops the run with one line.
+The key is read from the environment or a key file and never stored in a
+repr, logged or put in an error message.  Embeddings are cached by the dense
+retriever's cache.
 """
 from __future__ import annotations
 
 import os
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import numpy as np
 from pydantic import PositiveFloat, PositiveInt
 
-from core.errors import TransientError, UserError
-from core.retry import RetryPolicy, Transient, parse_retry_after
+from core.errors import TransientError
+from core.openai_client import OPENAI_BASE_URL, OpenAIClient, ServerFault, check_urls, read_api_key
+from core.retry import RetryPolicy, Transient
 from indexes.cache import EmbeddingCache
 from retrievers.dense import DenseRetriever, encode_sorted
-
-OPENAI_EMBEDDING_MODELS = ("text-embedding-ada-002", "text-embedding-3-small", "text-embedding-3-large")
 
 
 class EmbeddingRequestError(TransientError):
     """An embeddings request still failed after every retry."""
 
 
-def _as_transient(err: Exception) -> Transient | None:
-    """The retryable form of an ``openai`` client error, or ``None`` when retrying cannot help."""
-    import openai
-
-    if isinstance(err, openai.RateLimitError):
-        return Transient(f"HTTP 429: {err}", parse_retry_after(getattr(err.response, "headers", None)))
-    if isinstance(err, (openai.APITimeoutError, openai.APIConnectionError)):
-        return Transient(f"{type(err).__name__}: {err}")
-    if isinstance(err, openai.APIStatusError) and (err.status_code in (408, 409) or err.status_code >= 500):
-        return Transient(f"HTTP {err.status_code}: {err}")
-    if isinstance(err, openai.APIResponseValidationError):  # a 200 with a torn body
-        return Transient(f"malformed response: {err}")
-    return None
-
-
 class OpenAIEmbeddingEncoder:
-    """Embeds texts through ``client.embeddings.create``; both roles use the same model."""
+    """Embeds texts with ``POST /embeddings``; both roles use the same model."""
 
     def __init__(
         self,
@@ -57,6 +42,7 @@ class OpenAIEmbeddingEncoder:
         *,
         base_url: str | None = None,
         api_key_env: str = "OPENAI_API_KEY",
+        api_key_file: str | os.PathLike | None = None,
         batch_size: int = 256,
         retry: RetryPolicy | dict | None = None,
         timeout_s: float = 60.0,
@@ -64,46 +50,40 @@ class OpenAIEmbeddingEncoder:
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.model = model
-        self.base_url = base_url
+        self.base_url = check_urls([base_url], what="openai embeddings", field="base_url")[0] if base_url else None
         self.model_id = f"openai:{model}" + (f"@{base_url}" if base_url else "") + (f":d{dimensions}" if dimensions else "")
-        self.api_key_env = api_key_env
+        self.api_key_env, self.api_key_file = api_key_env, api_key_file
         self.batch_size, self.timeout_s = batch_size, timeout_s
         self.retry = RetryPolicy.of(retry)
         self.dimensions = dimensions
         self._sleep = sleep
-        self._client: Any = None
+        self._client: OpenAIClient | None = None
         self.requests = 0
         self.retries = 0
 
-    def _get_client(self) -> Any:
+    def _get_client(self) -> OpenAIClient:
         if self._client is None:
-            import openai
-
-            key = os.environ.get(self.api_key_env)
-            if not key:
-                if self.base_url is None:
-                    raise UserError(f"set the environment variable {self.api_key_env} to use OpenAI embeddings")
-                key = "EMPTY"  # local OpenAI-compatible servers (vLLM, ...) usually take any key
-            self._client = openai.OpenAI(api_key=key, base_url=self.base_url, max_retries=0, timeout=self.timeout_s)
+            key = read_api_key(self.api_key_env, self.api_key_file, required=self.base_url is None,
+                               what="openai embeddings")
+            self._client = OpenAIClient(self.base_url or OPENAI_BASE_URL, key, timeout_s=self.timeout_s)
         return self._client
 
     def _attempt(self, texts: list[str]) -> np.ndarray:
-        """One request; retryable faults become ``Transient``, a refusal ``UserError``."""
-        import openai
-
-        extra = {"dimensions": self.dimensions} if self.dimensions else {}
+        """One request; a fault goes up as the one client's failure rule says."""
+        body: dict = {"model": self.model, "input": texts}
+        if self.dimensions:
+            body["dimensions"] = self.dimensions
+        client = self._get_client()
         self.requests += 1
+        data = client.post("embeddings", body).get("data")
         try:
-            reply = self._get_client().embeddings.create(model=self.model, input=texts, **extra)
-        except openai.OpenAIError as err:
-            transient = _as_transient(err)
-            if transient is None:
-                raise UserError(f"embeddings request to {self.model} was refused: {err}") from None
-            raise transient from None
-        rows = sorted(reply.data, key=lambda d: d.index)
-        if len(rows) != len(texts):
+            rows = sorted(data, key=lambda d: d["index"])
+            vectors = np.asarray([r["embedding"] for r in rows], dtype=np.float32)
+        except (TypeError, KeyError, ValueError):
+            raise ServerFault("an embeddings reply without data[i].index and .embedding") from None
+        if len(rows) != len(texts) or vectors.ndim != 2:
             raise Transient(f"server returned {len(rows)} embeddings for {len(texts)} inputs")
-        return np.asarray([r.embedding for r in rows], dtype=np.float32)
+        return vectors
 
     def _request(self, texts: list[str]) -> np.ndarray:
         def on_retry(attempt: int, reason: str, wait: float) -> None:
@@ -124,7 +104,7 @@ class OpenAIEmbeddingEncoder:
 
 
 class OpenAIEmbeddingRetriever(DenseRetriever):
-    """Dense retrieval with OpenAI (or compatible) embeddings; the key comes from ``api_key_env``."""
+    """Dense retrieval with OpenAI (or compatible) embeddings; the key comes from ``api_key_env`` or ``api_key_file``."""
 
     def __init__(
         self,
@@ -132,6 +112,7 @@ class OpenAIEmbeddingRetriever(DenseRetriever):
         model: str = "text-embedding-ada-002",
         base_url: str | None = None,
         api_key_env: str = "OPENAI_API_KEY",
+        api_key_file: str | None = None,
         batch_size: PositiveInt = 256,
         retry: RetryPolicy | dict | None = None,
         timeout_s: PositiveFloat = 60.0,
@@ -142,7 +123,16 @@ class OpenAIEmbeddingRetriever(DenseRetriever):
         use_title: bool = True,
     ) -> None:
         encoder = OpenAIEmbeddingEncoder(
-            model, base_url=base_url, api_key_env=api_key_env, batch_size=batch_size,
+            model, base_url=base_url, api_key_env=api_key_env, api_key_file=api_key_file, batch_size=batch_size,
             retry=retry, timeout_s=timeout_s, dimensions=dimensions,
         )
         super().__init__(encoder, index_kind=index_kind, cache=cache, use_cache=use_cache, use_title=use_title)
+
+    @classmethod
+    def check_config(cls, **params: object) -> None:
+        """The server URL, checked before anything is built (a key in its user-info is refused)."""
+        if params.get("base_url") is not None:
+            check_urls([params["base_url"]], what="openai embeddings", field="base_url")
+
+
+__all__ = ["EmbeddingRequestError", "OpenAIEmbeddingEncoder", "OpenAIEmbeddingRetriever"]

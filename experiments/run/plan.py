@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from compressors.base import CompressionError
 from compressors.registry import COMPRESSORS, INJECTED, uses_reader
-from core.errors import TransientError
+from core.errors import ExampleFailure
 from experiments.data.records import RecordKey
 from experiments.run.config import RunConfig
 from experiments.run.examples import task_spec
@@ -100,7 +99,7 @@ def dry_run(worker: Worker, done: set[RecordKey]) -> list[PlannedPoint]:
                     continue
                 try:
                     request = build_request(spec, compressor.compress(ex), ex, options)
-                except (CompressionError, TransientError):
+                except ExampleFailure:
                     continue  # the run will record it as failed
                 hits += reader.is_cached(request)
                 tokens += reader.count_tokens(request.prompt)

@@ -5,9 +5,9 @@ worker lives in the driver for the local executor and one per process (a Ray
 actor) for distributed executors, so heavy models load once per process, not
 once per unit.
 
-What is an example failure and what is a bug: a ``CompressionError`` (a
-compressor that could not produce a context for this example), a
-``TransientError`` (a remote service that kept failing) and a generation with
+What is an example failure and what is a bug: an ``ExampleFailure`` (a
+compressor that could not produce a context for this example, a remote
+service that kept failing, a request a server rejected) and a generation with
 ``error`` set become ``Failure`` records; anything else propagates and stops
 the run.
 """
@@ -19,9 +19,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from compressors.base import CompressedContext, CompressionError, Compressor
+from compressors.base import CompressedContext, Compressor
 from compressors.registry import make_compressor
-from core.errors import TransientError, UserError
+from core.errors import ExampleFailure, UserError
 from experiments.data.records import Example, Failure, Prediction, Trace
 from experiments.run.config import RunConfig, TaskConfig
 from experiments.run.examples import load_task_examples, task_spec
@@ -142,7 +142,7 @@ class Worker:
             t0 = time.perf_counter()
             try:
                 compressed = compressor.compress(ex)
-            except (CompressionError, TransientError) as err:  # recorded, retried on --resume; never scored
+            except ExampleFailure as err:  # recorded, retried on --resume; never scored
                 result.failures.append(keyed.failure(ex, "compress", err))
                 if progress is not None:
                     progress(1)

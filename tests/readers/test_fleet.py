@@ -272,7 +272,7 @@ def test_an_ejected_server_is_probed_and_readmitted_once_healthy():
     with FakeOpenAIServer() as sick, FakeOpenAIServer() as well:
         reader = OpenAICompatReader("fake-model", base_urls=[sick.base_url, well.base_url], concurrency=1,
                                     **settings())
-        reader.fleet = Fleet(reader.base_urls, probe=reader._probe, eject_after=2, cooldown_s=30, clock=clock)
+        reader.fleet = Fleet(reader.base_urls, probe=lambda url: reader._clients[url].healthy(), eject_after=2, cooldown_s=30, clock=clock)
         sick.unhealthy = True
         gens = [reader.generate([r])[0] for r in requests(6)]  # one at a time: 1 and 2 try the sick server first
         assert [g.text for g in gens] == expected_texts(6) and [g.retries for g in gens] == [1, 1, 0, 0, 0, 0]

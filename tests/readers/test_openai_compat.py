@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+from core.openai_client import ServerRefused
 from core.retry import parse_retry_after
 from readers.base import GenerationRequest
 from readers.openai_compat import OpenAICompatReader, redact
@@ -139,11 +140,21 @@ def test_api_key_never_leaks(caplog, tmp_path):
     assert KEY not in str(err.value)
 
 
-def test_a_client_error_is_not_retried():
-    with FakeOpenAIServer() as server:
-        reader = OpenAICompatReader("fake-model", base_url=server.base_url + "/no-such-route", **fast())
-        [gen] = reader.generate(prompts(1))
-    assert gen.error.startswith("HTTP 404") and gen.retries == 0 and gen.text == ""
+def test_a_rejected_request_fails_its_example_at_once_and_a_refused_route_stops_the_run():
+    def responder(prompt, body):
+        if "item 3?" in prompt:
+            raise ValueError("the prompt is too long for this model")  # the fake server answers HTTP 400
+        return "fine"
+
+    with FakeOpenAIServer(responder=responder) as server:
+        reader = OpenAICompatReader("fake-model", base_url=server.base_url, **fast())
+        gens = reader.generate(prompts(3))
+        assert [g.ok for g in gens] == [True, False, True]
+        assert gens[1].error.startswith("HTTP 400") and gens[1].retries == 0 and gens[1].text == ""
+        assert server.stats["requests"] == 3  # the 400 was not retried
+        lost = OpenAICompatReader("fake-model", base_url=server.base_url + "/no-such-route", **fast())
+        with pytest.raises(ServerRefused, match=r"no-such-route/chat/completions refused the request \(HTTP 404"):
+            lost.generate(prompts(1))
 
 
 def test_redact_and_retry_after_parsing():

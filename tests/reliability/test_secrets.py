@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from core.openai_client import ServerRefused
 from tests.support.fake_openai import FakeOpenAIServer
 
 # Runs the CLI with the root logger at DEBUG (httpx, httpcore and our own loggers all emit).
@@ -165,9 +166,10 @@ def test_reader_errors_and_repr_redact_the_key(key, monkeypatch):
         reader = OpenAICompatReader("fake-model", base_url=echo.base_url, retry={"max_retries": 0}, timeout_s=2)
         from readers.base import GenerationRequest
 
-        (gen,) = reader.generate([GenerationRequest(prompt="Question: hi?")])
+        with pytest.raises(ServerRefused) as refused:  # a refused key stops the run, in one line
+            reader.generate([GenerationRequest(prompt="Question: hi?")])
         reader.close()
-    assert gen.error and "HTTP 401" in gen.error and key not in gen.error
+    assert "HTTP 401" in str(refused.value) and key not in str(refused.value)
     assert key not in repr(reader) and key not in reader.identity and key not in repr(vars(reader))
     assert key not in redact(f"Authorization: Bearer {key}")
     assert key not in redact(f"key was {key}!", secret=None)

@@ -257,7 +257,7 @@ def test_a_bad_reader_parameter_is_refused_by_the_driver_before_anything_is_writ
                                                                                          "ftp://10.0.0.1/v1"]}}]}
     with pytest.raises(ParamError) as err:
         Runner(parse_config(bad), tmp_path / "run", progress=False, executor=executor)
-    assert str(err.value) == "openai: 'ftp://10.0.0.1/v1' in base_urls is not an http:// or https:// URL"
+    assert str(err.value) == "openai: 'ftp://10.0.0.1/v1' in base_urls is not an http:// or https:// URL with a host and a numeric port"
     assert not (tmp_path / "run").exists()
 
 
