@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol, Sequence
+from typing import ClassVar, Protocol, Sequence
 
 from core.checks import Nested
 from core.errors import ExampleFailure
@@ -99,13 +99,5 @@ class Compressor(ABC):
         """Texts this compressor's retrievers sent to an encoder so far (0 when it embeds nothing)."""
         return 0
 
-    def describe(self) -> dict[str, Any]:
-        """Settings worth keeping beside each trace (JSON-serialisable)."""
-        return {"identity": self.identity}
-
     @abstractmethod
     def compress(self, item: Compressible) -> CompressedContext: ...
-
-    def compress_many(self, items: Sequence[Compressible]) -> list[CompressedContext]:
-        """Batch entry point; override to share work (one encoder call for many items)."""
-        return [self.compress(item) for item in items]

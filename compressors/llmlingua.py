@@ -41,6 +41,7 @@ from core.checks import Nested
 from core.errors import ParamError, UserError
 from core.registry import ComponentSpec, SpecLike
 from indexes.chunking import CHUNKERS, make_chunker
+from indexes.types import render_passage
 from readers.base import Tokenizer
 
 REQUIREMENT = "llmlingua==0.2.2"  # the adapter below leans on this version's internals
@@ -200,7 +201,7 @@ class LLMLinguaCompressor(Compressor):
     def _documents(self, item: Compressible) -> list[str]:
         passages = [p for p in (item.passages or ()) if p.text.strip()]
         if passages:
-            return [f"{p.title}\n{p.text}" if p.title else p.text for p in passages]
+            return [render_passage(p) for p in passages]
         return [c.text.strip() for c in split_context(self._chunker, item)]
 
     def _run(self, pc: Any, item: Compressible, documents: list[str], target_lm: int) -> tuple[str, dict]:

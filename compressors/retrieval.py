@@ -22,7 +22,7 @@ from core.checks import Nested
 from core.errors import ParamError
 from core.registry import ComponentSpec, SpecLike
 from indexes.chunking import CHUNKERS, make_chunker
-from indexes.types import Chunk, Passage, make_chunk_id
+from indexes.types import Chunk, Passage, render_passage, whole_chunk
 from readers.base import Tokenizer
 from retrievers.base import Hit, Retriever
 from retrievers.registry import RETRIEVERS, make_retriever
@@ -150,7 +150,7 @@ class RetrievalCompressor(Compressor):
             doc_id = f"p{i}"
             parts = self._chunker.split(p.text, doc_id=doc_id) if p.text.strip() else []
             if len(parts) <= 1:
-                parts = [Chunk(make_chunk_id(doc_id, 0), doc_id, 0, 0, len(p.text), p.text)]
+                parts = [whole_chunk(doc_id, p.text)]
             for part in parts:
                 chunk = replace(part, title=p.title)
                 chunks.append(chunk)
@@ -165,7 +165,7 @@ class RetrievalCompressor(Compressor):
         them verbatim, as the released BM25 script did.
         """
         if passage is not None:
-            return f"{passage.title}\n{passage.text}" if passage.title else passage.text
+            return render_passage(passage)
         return chunk.text if self.longbench_compat else chunk.text.strip()
 
     # -- selection ------------------------------------------------------------

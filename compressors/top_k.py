@@ -10,6 +10,7 @@ from __future__ import annotations
 from pydantic import PositiveInt
 
 from compressors.base import CompressedContext, Compressible, CompressionError, Compressor
+from indexes.types import render_passage
 from readers.base import Tokenizer
 
 
@@ -33,7 +34,7 @@ class TopKPassages(Compressor):
         if not passages:
             raise CompressionError(f"example {item.id!r}: top_k needs an item with passages (a ranked list)")
         kept = passages[: self.k]
-        text = self.separator.join(f"{p.title}\n{p.text}" if p.title else p.text for p in kept)
+        text = self.separator.join(render_passage(p) for p in kept)
         return CompressedContext(
             text=text,
             kept_chunks=tuple(p.doc_id for p in kept),

@@ -172,7 +172,7 @@ class OpenAIClient:
         except httpx.TransportError as err:
             raise ServerFault(f"connection error ({type(err).__name__}: {self.clean(str(err))})") from None
         if resp.status_code != 200:
-            reason = f"HTTP {resp.status_code}: {self.clean(resp.text[:300])}"
+            reason = f"HTTP {resp.status_code}: {self.clean(resp.text)[:300]}"
             if resp.status_code >= 500:
                 raise ServerFault(reason)
             if resp.status_code in RETRYABLE_STATUS:

@@ -15,7 +15,7 @@ from typing import Any
 from core.errors import ParamError, UserError
 from core.registry import ComponentSpec, Registry
 from core.text import count_words, word_spans
-from indexes.types import Chunk, Chunker, Passage, make_chunk_id
+from indexes.types import Chunk, Chunker, Passage, make_chunk_id, whole_chunk
 
 CHUNKERS: Registry[Any] = Registry("chunkers")
 
@@ -304,7 +304,7 @@ def passages_to_chunks(passages: Sequence[Passage], doc_prefix: str = "p") -> li
     chunks = []
     for i, p in enumerate(passages):
         doc_id = f"{doc_prefix}{i}"
-        chunks.append(Chunk(make_chunk_id(doc_id, 0), doc_id, 0, 0, len(p.text), p.text, p.title))
+        chunks.append(whole_chunk(doc_id, p.text, p.title))
     return chunks
 
 

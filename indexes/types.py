@@ -1,6 +1,7 @@
 """Records shared by every floor above: a chunk of text and a titled passage."""
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -44,3 +45,18 @@ class Chunker(Protocol):
 
 def make_chunk_id(doc_id: str, index: int) -> str:
     return f"{doc_id}#{index}"
+
+
+def whole_chunk(doc_id: str, text: str, title: str = "") -> Chunk:
+    """One chunk that is all of ``text`` (a passage as its own retrieval unit), id ``{doc_id}#0``."""
+    return Chunk(make_chunk_id(doc_id, 0), doc_id, 0, 0, len(text), text, title)
+
+
+def render_passage(passage: Passage) -> str:
+    """A titled passage as a reader sees it: the title on the line above the text (the text alone when untitled)."""
+    return f"{passage.title}\n{passage.text}" if passage.title else passage.text
+
+
+def unique_passages(passages: Iterable[Passage]) -> list[Passage]:
+    """The passages without repeats of the same (title, text), first occurrence kept, in order."""
+    return list({(p.title, p.text): p for p in passages}.values())

@@ -9,7 +9,7 @@ from typing import Any
 from core.errors import UserError
 from experiments.data.loaders import load_litm_qa
 from experiments.data.records import Example
-from indexes.types import Chunk, Passage
+from indexes.types import Chunk, Passage, unique_passages
 from retrievers.base import Retriever
 
 # (retriever section, chunks) -> a retriever indexed over exactly those chunks, in order
@@ -25,11 +25,7 @@ def load_litm_corpus(path: str | Path) -> tuple[list[Example], list[Passage]]:
     always the whole file: limiting questions never shrinks it.
     """
     questions = load_litm_qa(path)
-    corpus: dict[tuple[str, str], Passage] = {}
-    for ex in questions:
-        for p in ex.passages:
-            corpus.setdefault((p.title, p.text), p)
-    return questions, list(corpus.values())
+    return questions, unique_passages(p for ex in questions for p in ex.passages)
 
 
 class PassageIndex:
@@ -49,12 +45,9 @@ class PassageIndex:
         from indexes.chunking import passages_to_chunks
         from retrievers.registry import make_retriever
 
-        unique: dict[tuple[str, str], Passage] = {}
-        for p in passages:
-            unique.setdefault((p.title, p.text), p)
-        if not unique:
+        self.passages = unique_passages(passages)
+        if not self.passages:
             raise UserError("cannot index an empty corpus")
-        self.passages = list(unique.values())
         ids = [p.doc_id for p in self.passages]
         if len(set(ids)) != len(ids) or not all(ids):
             self.passages = [replace(p, doc_id=f"c{i}") for i, p in enumerate(self.passages)]

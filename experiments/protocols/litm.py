@@ -19,7 +19,7 @@ from core.errors import UserError
 from experiments.data.records import Example, render_litm_documents, swept_id
 from experiments.protocols.corpus import PassageIndex
 from indexes.text import has_answer
-from indexes.types import Passage
+from indexes.types import Passage, unique_passages
 
 DISTRACTOR_METHODS = ("retriever", "random")
 
@@ -126,7 +126,7 @@ def add_distractors(
     if method not in DISTRACTOR_METHODS:
         raise UserError(f"distractors must be one of {', '.join(DISTRACTOR_METHODS)}, got {method!r}")
     need = num_docs - 1
-    unique = list({(p.title, p.text): p for p in corpus_passages}.values())
+    unique = unique_passages(corpus_passages)
     if need > len(unique):
         raise UserError(f"{num_docs} documents need {need} distractors but the corpus has {len(unique)} passages")
     golds = {ex.id: gold_passage(ex) for ex in examples}

@@ -14,9 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import UserError
+from core.progress import progress_bar
 from experiments.data.loaders import iter_records
 from experiments.protocols.corpus import load_litm_corpus
-from indexes.types import Chunk, make_chunk_id
+from indexes.chunking import passages_to_chunks
+from indexes.types import Chunk, whole_chunk
 from retrievers.base import Hit
 from retrievers.metrics import hit_has_answer, mrr, recall_at_k
 
@@ -41,7 +43,7 @@ def load_corpus(path: str | Path) -> list[Chunk]:
         seen.add(doc_id)
         text = where.get(obj, "text", str)
         title = where.get(obj, "title", str, required=False) or ""
-        chunks.append(Chunk(make_chunk_id(doc_id, 0), doc_id, 0, 0, len(text), text, title))
+        chunks.append(whole_chunk(doc_id, text, title))
     if not chunks:
         raise UserError(f"{path}: the corpus is empty")
     return chunks
@@ -67,10 +69,7 @@ def litm_corpus_and_queries(path: str | Path, limit: int | None = None) -> tuple
     """Every passage of the file once (by title and text) as the corpus -- all of it, whatever ``limit`` is --
     and its first ``limit`` questions as queries."""
     questions, passages = load_litm_corpus(path)
-    chunks = []
-    for i, p in enumerate(passages):
-        doc_id = f"litm{i}"
-        chunks.append(Chunk(make_chunk_id(doc_id, 0), doc_id, 0, 0, len(p.text), p.text, p.title))
+    chunks = passages_to_chunks(passages, doc_prefix="litm")
     queries = [Query(f"q{i}", q.query, q.answers) for i, q in enumerate(questions)]
     return chunks, queries[:limit] if limit is not None else queries
 
@@ -79,13 +78,8 @@ def retrieve_all(engine: Any, queries: Sequence[Query], depth: int,
                  on_hits: Callable[[Query, list[Hit], list[bool]], None] | None = None,
                  progress: bool = True) -> list[list[bool]]:
     """Search every query ``depth`` deep in batches; per query, whether each hit holds an answer."""
-    import sys
-
-    from tqdm import tqdm
-
     relevance: list[list[bool]] = []
-    with tqdm(total=len(queries), desc="retrieve", unit="q", file=sys.stderr,
-              disable=not progress or len(queries) < 200) as bar:
+    with progress_bar(len(queries), "retrieve", unit="q", enabled=progress) as bar:
         for lo in range(0, len(queries), BATCH):
             group = list(queries[lo: lo + BATCH])
             for q, hits in zip(group, engine.search([q.text for q in group], depth)):

@@ -41,10 +41,6 @@ def _save(fig, path: str | Path) -> list[Path]:
     return written
 
 
-def _get(row: Any, name: str) -> Any:
-    return row[name] if isinstance(row, Mapping) else getattr(row, name)
-
-
 def plot_curve(rows: Iterable[Any], path: str | Path, *, saturation: Mapping[str, int] | None = None,
                title: str = "Open-domain QA: recall vs reader accuracy") -> list[Path]:
     """Retriever recall@k (dashed) and each reader's accuracy@k (solid) against k, in percent, with 95% bands.

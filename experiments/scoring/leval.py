@@ -1,6 +1,7 @@
 """L-Eval's metrics (OpenLMLab/LEval ``Evaluation/auto_eval.py``, ``em.py``)."""
 from __future__ import annotations
 
+import functools
 import math
 import re
 import string
@@ -9,16 +10,16 @@ from typing import Any, Sequence
 from experiments.scoring.longbench import qa_f1
 from experiments.scoring.registry import metric
 
-_ROUGE_SCORERS: dict = {}
+
+@functools.lru_cache(maxsize=None)
+def _scorer(kind: str):
+    from rouge_score import rouge_scorer  # lazy
+
+    return rouge_scorer.RougeScorer([kind], use_stemmer=False)
 
 
 def _rouge_score_f(kind: str, prediction: str, ground_truth: str) -> float:
-    from rouge_score import rouge_scorer  # lazy
-
-    scorer = _ROUGE_SCORERS.get(kind)
-    if scorer is None:
-        scorer = _ROUGE_SCORERS[kind] = rouge_scorer.RougeScorer([kind], use_stemmer=False)
-    return float(scorer.score(ground_truth, prediction)[kind].fmeasure)
+    return float(_scorer(kind).score(ground_truth, prediction)[kind].fmeasure)
 
 
 @metric("leval_f1", reference="L-Eval Evaluation/auto_eval.py f1")

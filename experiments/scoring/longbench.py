@@ -85,9 +85,6 @@ def _rouge_package_l_f(prediction: str, ground_truth: str) -> float:
     return float(scores["rouge-l"]["f"])
 
 
-_ROUGE_SCORERS: dict = {}
-
-
 @metric("qa_f1", reference="LongBench metrics.py qa_f1_score")
 def qa_f1(prediction: str, ground_truth: str, *, all_classes: Sequence[str] = ()) -> float:
     """LongBench ``qa_f1_score``: SQuAD-normalised word F1."""

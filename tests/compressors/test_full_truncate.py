@@ -62,8 +62,7 @@ def test_truncate_keeps_original_whitespace_inside_the_kept_part(make_item):
 
 
 def test_truncate_budget_is_in_the_reader_tokenizers_units(make_item):
-    out = TruncateCompressor(max_tokens=5, policy="right", tokenizer=CharTokenizer()).compress_many(
-        [make_item("aa bb cc dd")])[0]
+    out = TruncateCompressor(max_tokens=5, policy="right", tokenizer=CharTokenizer()).compress(make_item("aa bb cc dd"))
     assert (out.text, out.tokens_in, out.tokens_out) == ("aa bb", 11, 5)
 
 

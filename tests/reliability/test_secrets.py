@@ -105,12 +105,17 @@ def test_the_key_never_reaches_run_dirs_cache_output_or_logs(tmp_path, rel, cli,
     assert "6 example(s) failed" in bad.stderr
     assert len(rel.read_jsonl(tmp_path / "down" / "failures.jsonl")) == 6
 
-    # Servers that echo the Authorization header in their error bodies (401: fatal; 500: retried, then failed).
+    # Servers that echo the Authorization header in their error bodies (401: the run stops in one line;
+    # 500: retried, then recorded as failed).
     echoed_reasons = []
     for status in (401, 500):
         with EchoHeadersServer(status) as echo:
             cfg = _write_config(tmp_path, f"echo{status}", rel.openai_reader(echo.base_url, max_retries=1, model=f"fake-model-echo{status}"), rel)
             res = ctxcomp("run", cfg, "--out", tmp_path / f"echo{status}")
+        if status == 401:
+            assert res.returncode == 2 and "HTTP 401" in res.stderr and "refused the request" in res.stderr, res.stderr
+            echoed_reasons.append(res.stderr)
+            continue
         assert res.returncode == 0, res.stderr
         failures = rel.read_jsonl(tmp_path / f"echo{status}" / "failures.jsonl")
         assert len(failures) == 6 and all(f"HTTP {status}" in f["reason"] for f in failures)
