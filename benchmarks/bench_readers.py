@@ -19,7 +19,7 @@ import time
 from readers.base import GenerationRequest
 from readers.cache import CachedReader
 from readers.openai_compat import OpenAICompatReader
-from tests.support.fake_openai import FakeOpenAIServer
+from testkit.fake_openai import FakeOpenAIServer
 
 
 def qa_requests(n: int) -> list[GenerationRequest]:

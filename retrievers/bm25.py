@@ -141,8 +141,12 @@ class BM25Retriever(Retriever):
         else:
             import bm25s
 
+            # token ids and the vocabulary, built in one pass over our tokens: bm25s then indexes from ids
+            # (its fast path) and maps query tokens through the same vocabulary
+            vocab: dict[str, int] = {}
+            ids = [[vocab.setdefault(t, len(vocab)) for t in toks] for toks in corpus]
             self._engine = bm25s.BM25(k1=self.k1, b=self.b, method="lucene")
-            self._engine.index(corpus, show_progress=False)
+            self._engine.index((ids, vocab), show_progress=False)
         return self
 
     def scores(self, query: str) -> np.ndarray:

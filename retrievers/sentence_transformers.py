@@ -2,7 +2,9 @@
 
 sentence-transformers already sorts by length, batches and restores order;
 we ask it for normalised float32 vectors and use its separate query/document
-entry points (they apply the model's own prompts, if it has any).
+entry points (they apply the model's own prompts, if it has any).  A plain
+Hugging Face encoder (Contriever) is assembled from sentence-transformers'
+own modules, ``Transformer`` and mean ``Pooling`` (``mean_pooling=True``).
 """
 from __future__ import annotations
 
@@ -33,23 +35,32 @@ class SentenceTransformerEncoder:
 
     def __init__(
         self, model: str, *, device: str = "auto", batch_size: int = 64,
-        max_length: int | None = None, model_id: str | None = None,
+        max_length: int | None = None, model_id: str | None = None, mean_pooling: bool = False,
     ) -> None:
         self.model = str(model)
         # names the cache entries (stable across install paths); a max_length override changes the vectors
-        self.model_id = (model_id or self.model) + (f":max_length={max_length}" if max_length is not None else "")
+        self.model_id = model_id or (self.model + (f":max_length={max_length}" if max_length is not None else ""))
         self.device = device
         self.batch_size = batch_size
         self.max_length = max_length
+        self.mean_pooling = mean_pooling
         self._model: Any = None
 
     def _load(self) -> Any:
         if self._model is None:
             from sentence_transformers import SentenceTransformer
 
-            self._model = SentenceTransformer(self.model, device=resolve_device(self.device))
-            if self.max_length is not None:
-                self._model.max_seq_length = self.max_length
+            device = resolve_device(self.device)
+            if self.mean_pooling:  # a Hugging Face encoder: the mean of its last hidden states over the mask
+                from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
+
+                word = Transformer(self.model, max_seq_length=self.max_length)
+                pool = Pooling(word.get_embedding_dimension(), pooling_mode="mean")
+                self._model = SentenceTransformer(modules=[word, pool], device=device)
+            else:
+                self._model = SentenceTransformer(self.model, device=device)
+                if self.max_length is not None:
+                    self._model.max_seq_length = self.max_length
         return self._model
 
     def _encode(self, texts: Sequence[str], role: str) -> np.ndarray:
@@ -86,8 +97,9 @@ class SentenceTransformerRetriever(DenseRetriever):
         use_title: bool = True,
     ) -> None:
         model = model if model is not None else self._default_model()
+        model_id = self._model_id(model) + (f":max_length={max_length}" if max_length is not None else "")
         encoder = SentenceTransformerEncoder(
-            str(model), device=device, batch_size=batch_size, max_length=max_length, model_id=self._model_id(model)
+            str(model), device=device, batch_size=batch_size, max_length=max_length, model_id=model_id
         )
         super().__init__(encoder, index_kind=index_kind, cache=cache, use_cache=use_cache, use_title=use_title)
 

@@ -66,9 +66,10 @@ def test_no_room_holds_more_than_about_twelve_modules():
 
 
 def test_the_product_never_imports_the_test_doubles():
+    """``testkit/`` (doubles that tests and benchmarks share) and ``tests/`` are never imported by the product."""
     for package in PACKAGES:
         for path in _modules(package):
-            assert not any(n.startswith("tests") for n in _imports_all(path)), path
+            assert not any(n.split(".")[0] in ("tests", "testkit") for n in _imports_all(path)), path
 
 
 def _imports_all(path: Path) -> set[str]:

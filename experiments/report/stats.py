@@ -12,6 +12,11 @@ its paired 95% interval, its n and a p-value.
 - ``mean_interval``: one arm's mean with its percentile bootstrap interval
   (curves and position sweeps).
 
+One sample is resampled by ``scipy.stats.bootstrap`` and sign-flipped by
+``scipy.stats.permutation_test`` (which enumerates all 2^n sign patterns,
+an exact test, when that is no more than ``n_resamples``).  The stratified
+forms (the difference of an unweighted average over tasks, pairs resampled
+within their task) have no scipy counterpart and are written here.
 Resampling is seeded, so a report rebuilt from the same predictions shows
 the same intervals.
 """
@@ -54,10 +59,6 @@ class MeanInterval:
     n: int
 
 
-def _bootstrap_means(values: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
-    return _bootstrap_strata([values], n_resamples, rng)
-
-
 def _bootstrap_strata(groups: Sequence[np.ndarray], n_resamples: int, rng: np.random.Generator) -> np.ndarray:
     """Resampled statistic: the mean over groups of each group's mean, each group resampled within itself."""
     out = np.zeros(n_resamples)
@@ -81,8 +82,19 @@ def mean_interval(values: Sequence[float], *, n_resamples: int = N_RESAMPLES, se
     x = np.asarray(values, dtype=float)
     if len(x) == 0:
         return MeanInterval(float("nan"), float("nan"), float("nan"), 0)
-    lo, hi = _percentile_interval(_bootstrap_means(x, n_resamples, np.random.default_rng(seed)), confidence)
+    lo, hi = _one_sample_interval(x, n_resamples, seed, confidence)
     return MeanInterval(round(100 * float(x.mean()), 2), round(100 * lo, 2), round(100 * hi, 2), len(x))
+
+
+def _one_sample_interval(x: np.ndarray, n_resamples: int, seed: int, confidence: float) -> tuple[float, float]:
+    """The percentile bootstrap interval of one sample's mean (``scipy.stats.bootstrap``)."""
+    from scipy import stats
+
+    if len(x) == 1 or np.all(x == x[0]):  # one value: every resample is that value
+        return float(x[0]), float(x[0])
+    res = stats.bootstrap((x,), np.mean, n_resamples=n_resamples, batch=_CHUNK, method="percentile",
+                          confidence_level=confidence, random_state=np.random.default_rng(seed), vectorized=True)
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
 def sign_flip_p_value(differences: Sequence[float] | Sequence[np.ndarray], *, n_resamples: int = N_RESAMPLES,
@@ -98,6 +110,15 @@ def sign_flip_p_value(differences: Sequence[float] | Sequence[np.ndarray], *, n_
     observed = abs(float(np.mean([g.mean() for g in groups])))
     if not any(g.any() for g in groups):
         return 1.0
+    if len(groups) == 1 and len(groups[0]) == 1:
+        return 1.0  # both signs of one difference are as extreme
+    if len(groups) == 1:
+        from scipy import stats
+
+        res = stats.permutation_test((groups[0],), lambda d, axis=-1: np.abs(np.mean(d, axis=axis)),
+                                     permutation_type="samples", n_resamples=n_resamples, batch=_CHUNK,
+                                     alternative="greater", vectorized=True, random_state=np.random.default_rng(seed))
+        return float(res.pvalue)
     rng = np.random.default_rng(seed)
     hits = 0
     for start in range(0, n_resamples, _CHUNK):
@@ -138,7 +159,10 @@ def paired_delta(a: Sequence[float], b: Sequence[float], *, strata: Sequence[str
         keys = np.asarray(strata)
         groups = [d[keys == k] for k in dict.fromkeys(strata)]
     point = float(np.mean([g.mean() for g in groups]))
-    lo, hi = _percentile_interval(_bootstrap_strata(groups, n_resamples, np.random.default_rng(seed)), confidence)
+    if len(groups) == 1:
+        lo, hi = _one_sample_interval(groups[0], n_resamples, seed, confidence)
+    else:
+        lo, hi = _percentile_interval(_bootstrap_strata(groups, n_resamples, np.random.default_rng(seed)), confidence)
     p = sign_flip_p_value(groups, n_resamples=n_resamples, seed=seed + 1)
     return PairedDelta(round(100 * point, 2), round(100 * lo, 2), round(100 * hi, 2), round(p, 4), len(d))
 

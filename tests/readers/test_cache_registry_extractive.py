@@ -9,7 +9,7 @@ from readers.cache import CachedReader, generation_key
 from readers.extractive import ExtractiveReader, extract_answer, split_prompt
 from readers.openai_compat import OpenAICompatReader
 from readers.registry import READERS, make_reader
-from tests.support.fake_openai import FakeOpenAIServer
+from testkit.fake_openai import FakeOpenAIServer
 
 FAST = dict(retry={"backoff_base_s": 0.005, "backoff_max_s": 0.02}, timeout_s=0.5)
 

@@ -9,7 +9,7 @@ import httpx
 import openai
 import pytest
 
-from tests.support.fake_openai import FAULT_KINDS, FakeOpenAIServer, hashed_embedding
+from testkit.fake_openai import FAULT_KINDS, FakeOpenAIServer, hashed_embedding
 
 AUTH = {"Authorization": "Bearer sk-test-fake"}
 HTTP = httpx.Client()  # one client: building an SSL context per call costs ~50 ms

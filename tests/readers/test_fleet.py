@@ -19,7 +19,7 @@ from readers.cache import CachedReader
 from readers.fleet import Fleet
 from readers.openai_compat import OpenAICompatReader
 from readers.registry import READERS
-from tests.support.fake_openai import FakeOpenAIServer
+from testkit.fake_openai import FakeOpenAIServer
 
 KEY = "sk-fleet-Xq8w7Ev6Rt5Yu4Io3Pa2"
 KEY_ENV = "CTXCOMP_TEST_FLEET_KEY"

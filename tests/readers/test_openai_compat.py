@@ -10,7 +10,7 @@ from core.openai_client import ServerRefused
 from core.retry import parse_retry_after
 from readers.base import GenerationRequest
 from readers.openai_compat import OpenAICompatReader, redact
-from tests.support.fake_openai import FakeOpenAIServer
+from testkit.fake_openai import FakeOpenAIServer
 
 KEY = "sk-test-Zq9v8Xw7Yt6Rs5Pq4Lm3"
 KEY_ENV = "CTXCOMP_TEST_OPENAI_KEY"

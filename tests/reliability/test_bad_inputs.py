@@ -17,7 +17,7 @@ from experiments.run.config import parse_config
 from experiments.run.driver import Runner
 from readers.base import GenerationRequest
 from readers.openai_compat import OpenAICompatReader
-from tests.support.fake_openai import FakeOpenAIServer
+from testkit.fake_openai import FakeOpenAIServer
 
 BAD = Path(__file__).resolve().parent / "bad_inputs"
 

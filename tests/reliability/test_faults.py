@@ -15,7 +15,7 @@ from experiments.report.cells import load_run
 from experiments.report.write import write_report
 from experiments.run.config import parse_config
 from experiments.run.driver import Runner
-from tests.support.fake_openai import FAULT_KINDS, FakeOpenAIServer
+from testkit.fake_openai import FAULT_KINDS, FakeOpenAIServer
 
 
 def _run(config: dict, run_dir: Path):

@@ -17,7 +17,7 @@ import yaml
 
 from experiments.run.worker import prompt_hash
 from readers.extractive import ExtractiveReader
-from tests.support.fake_openai import FakeOpenAIServer
+from testkit.fake_openai import FakeOpenAIServer
 
 N_QA, N_KV = 48, 16
 TOTAL = N_QA + N_KV

@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from core.openai_client import ServerRefused
-from tests.support.fake_openai import FakeOpenAIServer
+from testkit.fake_openai import FakeOpenAIServer
 
 # Runs the CLI with the root logger at DEBUG (httpx, httpcore and our own loggers all emit).
 DEBUG_CLI = ("import logging, sys; logging.basicConfig(level=logging.DEBUG); "

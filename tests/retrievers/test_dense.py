@@ -110,10 +110,10 @@ def test_contriever_mean_pooling_matches_hand_computation(tiny_bert):
     import torch
     from transformers import AutoModel, AutoTokenizer
 
-    from retrievers.contriever import ContrieverEncoder
+    from retrievers.contriever import contriever_encoder
 
     texts = ["a short one", "a much longer sentence that needs plenty of padding for the other"]
-    enc = ContrieverEncoder(str(tiny_bert), device="cpu", batch_size=2, max_length=64)
+    enc = contriever_encoder(str(tiny_bert), device="cpu", batch_size=2, max_length=64)
     got = enc.encode_documents(texts)
     assert got.shape == (2, 32) and got.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1.0, rtol=1e-5)

@@ -11,7 +11,7 @@ from indexes.types import Passage
 from retrievers.dense import DenseRetriever
 from retrievers.openai_embeddings import EmbeddingRequestError, OpenAIEmbeddingEncoder
 
-fake_server = pytest.importorskip("tests.support.fake_openai")
+fake_server = pytest.importorskip("testkit.fake_openai")
 
 PASSAGES = ["the cat sat on the mat", "paris is the capital of france", "dogs bark at night"]
 SECRET = "sk-test-secret-123"

@@ -17,7 +17,7 @@ from core.errors import UserError
 from indexes.types import Chunk
 from retrievers.dense import DenseRetriever
 from retrievers.shards import MANIFEST, ShardStore, encode_corpus, fingerprint
-from tests.support.fake_openai import hashed_embedding
+from testkit.fake_openai import hashed_embedding
 from tests.support.kill import kill_after_shards
 
 REPO = Path(__file__).resolve().parents[3]

@@ -97,7 +97,7 @@ def _sigint_as_in_a_terminal() -> None:
 
 
 def test_ctrl_c_keeps_the_run_releases_the_lock_and_says_how_to_resume(tmp_path):
-    from tests.support.fake_openai import FakeOpenAIServer
+    from testkit.fake_openai import FakeOpenAIServer
 
     with FakeOpenAIServer(service_time_s=0.3, max_concurrency=1) as server:
         # 20 questions at 0.3 s each: ~6 s of run left after the first line, so a loaded machine still

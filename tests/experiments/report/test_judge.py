@@ -12,7 +12,7 @@ from experiments.report.judged import judged_cells
 from experiments.run.config import parse_config
 from experiments.run.driver import Runner
 from experiments.run.judge import judge_run, parse_keypoints, parse_scores, parse_verdict
-from tests.support.fake_openai import FakeOpenAIServer
+from testkit.fake_openai import FakeOpenAIServer
 
 QA = {"name": "j", "tasks": [{"name": "nq_multidoc", "synthetic": {"kind": "multidoc_qa", "n": 10, "num_docs": 3,
                                                                     "words_per_doc": 30, "seed": 4}}],

@@ -23,7 +23,7 @@ from core.errors import ParamError
 from experiments.run.config import parse_config
 from experiments.run.driver import Runner
 from experiments.run.ray_executor import RayExecutor, RayExecutorError
-from tests.support.fake_openai import FakeOpenAIServer
+from testkit.fake_openai import FakeOpenAIServer
 
 REPO = Path(__file__).resolve().parents[3]
 

@@ -23,7 +23,7 @@ with no reply, new connections are refused, as when a process dies) and
 answer 503 to everything, ``GET /v1/models`` (a health probe) included;
 ``stats`` counts probes and the most requests it ever had in flight.
 
-Run one by hand: ``python -m tests.support.fake_openai --port 8000 --fault-rate 0.3``.
+Run one by hand: ``python -m testkit.fake_openai --port 8000 --fault-rate 0.3``.
 """
 from __future__ import annotations
 
@@ -425,7 +425,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Serve until Ctrl-C (or until --max-requests / --max-seconds)."""
-    p = argparse.ArgumentParser(prog="python -m tests.support.fake_openai", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m testkit.fake_openai", description=__doc__.split("\n\n")[0])
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--fault-rate", type=float, default=0.0)
