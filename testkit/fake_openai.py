@@ -80,6 +80,12 @@ def prompt_of(body: dict) -> str:
     return "\n".join(prompt) if isinstance(prompt, list) else str(prompt)
 
 
+class _Server(ThreadingHTTPServer):
+    # The default listen backlog (5) drops SYNs when a client opens many connections at once;
+    # the kernel resends them after 1 s, which a client with a 1 s timeout sees as ConnectTimeout.
+    request_queue_size = 256
+
+
 class FakeOpenAIServer:
     """A bounded ``ThreadingHTTPServer`` in a background thread; use as a context manager.
 
@@ -134,7 +140,7 @@ class FakeOpenAIServer:
         self._connections: set[socket.socket] = set()
         self._killed = threading.Event()
         self._stopping = threading.Event()
-        self._httpd: ThreadingHTTPServer | None = None
+        self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
         self._timer: threading.Timer | None = None
 
@@ -144,7 +150,7 @@ class FakeOpenAIServer:
         self._stopping.clear()
         self._killed.clear()
         handler = type("Handler", (_Handler,), {"server_ref": self})
-        self._httpd = ThreadingHTTPServer((self.host, self.port), handler)
+        self._httpd = _Server((self.host, self.port), handler)
         self._httpd.daemon_threads = True
         self.port = self._httpd.server_address[1]
         self._thread = threading.Thread(
