@@ -3,7 +3,10 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from collections.abc import Iterable, Iterator
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 def progress_enabled(enabled: bool = True) -> bool:
@@ -20,4 +23,17 @@ def progress_bar(total: int | None, desc: str, *, unit: str = "ex", enabled: boo
                 disable=not progress_enabled(enabled))
 
 
-__all__ = ["progress_bar", "progress_enabled"]
+# A corpus this large is indexed with its own bar (per batch of passages); the per-example contexts of a run are
+# far smaller, so they never draw one.
+LARGE_CORPUS = 5000
+
+
+def corpus_progress(items: Iterable[T], total: int, desc: str) -> Iterator[T]:
+    """``items`` with a passages bar when ``total`` is a large corpus, so indexing never looks hung."""
+    with progress_bar(total, desc, unit="passage", enabled=total >= LARGE_CORPUS, leave=False) as bar:
+        for item in items:
+            yield item
+            bar.update(1)
+
+
+__all__ = ["LARGE_CORPUS", "corpus_progress", "progress_bar", "progress_enabled"]

@@ -75,6 +75,7 @@ class Generation:
 
 ProgressHook = Callable[[int], None]
 StepHook = Callable[[int, int], None]
+ResultHook = Callable[[int, "Generation"], None]
 
 
 class Reader(ABC):
@@ -86,9 +87,12 @@ class Reader(ABC):
     so every reader truncates the same way.  A reader without a model
     tokenizer counts LongBench words (``readers.tokenizers.WordTokenizer``).
 
-    Inside ``with reader.reporting(progress, step):`` a reader calls
+    Inside ``with reader.reporting(progress, step, result):`` a reader calls
     ``progress(n)`` as requests complete and, where it can, ``step(i, total)``
-    per generated token, so a long batch never looks hung.
+    per generated token, so a long batch never looks hung.  A reader whose
+    calls cost money also calls ``result(i, generation)`` (``_finished``) as
+    soon as request ``i`` of the batch returns, so the generation cache keeps
+    it even if the process is killed before the batch ends.
     """
 
     max_context: int = 4096
@@ -96,6 +100,7 @@ class Reader(ABC):
     _tokenizer: Tokenizer | None = None
     _progress: ProgressHook | None = None
     _step: StepHook | None = None
+    _result: ResultHook | None = None
 
     @property
     def tokenizer(self) -> Tokenizer:
@@ -127,18 +132,25 @@ class Reader(ABC):
         return len(self.tokenizer.encode(text))
 
     @contextmanager
-    def reporting(self, progress: ProgressHook | None, step: StepHook | None = None) -> Iterator["Reader"]:
-        """Report completed requests (and token steps) to these hooks while the block runs."""
-        previous = self._progress, self._step
-        self._progress, self._step = progress, step
+    def reporting(self, progress: ProgressHook | None, step: StepHook | None = None,
+                  result: ResultHook | None = None) -> Iterator["Reader"]:
+        """Report completed requests (token steps, each finished generation) to these hooks while the block runs."""
+        previous = self._progress, self._step, self._result
+        self._progress, self._step, self._result = progress, step, result
         try:
             yield self
         finally:
-            self._progress, self._step = previous
+            self._progress, self._step, self._result = previous
 
     def _advance(self, n: int = 1) -> None:
         if self._progress is not None and n:
             self._progress(n)
+
+    def _finished(self, index: int, generation: "Generation") -> "Generation":
+        """Hand request ``index``'s generation to the result hook the moment it exists; returns it."""
+        if self._result is not None:
+            self._result(index, generation)
+        return generation
 
     def close(self) -> None:
         """Release resources (HTTP pools, GPU memory)."""

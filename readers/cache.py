@@ -12,6 +12,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Sequence
@@ -32,7 +33,8 @@ class CachedReader(Reader):
     """Wraps ``inner``; hits come back with ``cached=True`` and ``cost_usd=0`` (the original cost is in ``meta``).
 
     Misses are sent to ``inner`` in one ``generate`` call, so the inner reader
-    still batches them.  ``hits`` / ``misses`` count requests over the
+    still batches them; each generation is stored as soon as the inner reader
+    reports it (``Reader._finished``), else when the batch ends.  ``hits`` / ``misses`` count requests over the
     wrapper's life.
     """
 
@@ -97,17 +99,29 @@ class CachedReader(Reader):
         self.misses += len(missing)
         self._advance(len(requests) - len(missing))
         if missing:
-            with self.inner.reporting(self._progress, self._step):
+            stored: set[int] = set()
+            guard = threading.Lock()
+
+            def keep(j: int, gen: Generation) -> None:  # each answer as it returns: a kill loses only those in flight
+                if gen.ok:
+                    self._store(keys[missing[j]], gen)
+                    with guard:
+                        stored.add(j)
+
+            with self.inner.reporting(self._progress, self._step, keep):
                 fresh = self.inner.generate([requests[i] for i in missing])
             if len(fresh) != len(missing):
                 raise RuntimeError(f"{type(self.inner).__name__} returned {len(fresh)} generations for {len(missing)} requests")
-            for i, gen in zip(missing, fresh):
+            for j, (i, gen) in enumerate(zip(missing, fresh)):
                 results[i] = gen
-                if gen.ok:
-                    fields = dataclasses.asdict(gen)
-                    fields.pop("cached")
-                    self.store.set(keys[i], json.dumps(fields, ensure_ascii=False, default=str))
+                if gen.ok and j not in stored:  # a reader without the hook: stored when its batch ends
+                    self._store(keys[i], gen)
         return results  # type: ignore[return-value]
+
+    def _store(self, key: str, gen: Generation) -> None:
+        fields = dataclasses.asdict(gen)
+        fields.pop("cached")
+        self.store.set(key, json.dumps(fields, ensure_ascii=False, default=str))
 
     def close(self) -> None:
         self.inner.close()

@@ -199,6 +199,7 @@ class HFReader(Reader):
                 text=text, tokens_in=len(prepared[i][0]), tokens_out=len(kept), latency_s=elapsed / len(batch),
                 truncated=prepared[i][1], meta={"batch_size": len(batch), "batch_latency_s": elapsed},
             )
+            self._finished(i, results[i])
         self._advance(len(batch))
 
     def close(self) -> None:

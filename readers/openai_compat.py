@@ -70,7 +70,7 @@ class OpenAICompatReader(Reader):
     # axis; and parameters that say where requests go, not what the model answers, which a grid point's
     # hash can leave out so a fleet that moves to other hosts keeps its predictions' keys.
     literal_lists: tuple[str, ...] = ("base_urls",)
-    operational: tuple[str, ...] = ("base_urls", "eject_after", "cooldown_s")
+    operational: tuple[str, ...] = ("base_url", "base_urls", "eject_after", "cooldown_s")
 
     def __init__(
         self,
@@ -190,10 +190,14 @@ class OpenAICompatReader(Reader):
         if not requests:
             return []
         workers = min(self.concurrency * len(self.base_urls), len(requests))
+
+        def one(i: int) -> Generation:  # a paid answer reaches the cache as soon as it exists
+            return self._finished(i, self._generate_one(requests[i]))
+
         if workers == 1:
-            return [self._generate_one(r) for r in requests]
+            return [one(i) for i in range(len(requests))]
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            return list(pool.map(self._generate_one, requests))
+            return list(pool.map(one, range(len(requests))))
 
     def close(self) -> None:
         self.fleet.wait_for_probes(timeout_s=min(self.timeout_s, 5.0))

@@ -149,7 +149,7 @@ class SmolLM2Reader(HFReader):
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
         if self.backend == "transformers":
             return super().generate(requests)
-        return [self._llama_cpp_one(r) for r in requests]
+        return [self._finished(i, self._llama_cpp_one(r)) for i, r in enumerate(requests)]
 
     def _llama_cpp_one(self, req: GenerationRequest) -> Generation:
         start = time.perf_counter()

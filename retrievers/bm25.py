@@ -28,6 +28,7 @@ import numpy as np
 from pydantic import Field, NonNegativeFloat
 
 from core.errors import ParamError
+from core.progress import corpus_progress
 from core.text import CJK_CHAR
 from indexes.types import Chunk
 from retrievers.base import Hit, Retriever
@@ -125,7 +126,7 @@ class BM25Retriever(Retriever):
         self._chunks = list(chunks)
         texts = [self._indexed_text(c) for c in self._chunks]
         self._lang_used = detect_lang(texts) if self.lang == "auto" else self.lang
-        corpus = [self._tokens(t) for t in texts]
+        corpus = [self._tokens(t) for t in corpus_progress(texts, len(texts), "bm25: tokenize")]
         self._empty = sum(len(toks) for toks in corpus) == 0
         engine = self.backend
         if engine == "auto":

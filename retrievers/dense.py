@@ -17,6 +17,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from core.progress import corpus_progress
 from indexes.cache import EmbeddingCache, shared_embedding_cache
 from indexes.types import Chunk
 from indexes.vector import FaissIndex
@@ -57,7 +58,7 @@ def encode_sorted(
         raise ValueError("nothing to encode")
     order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
     parts = []
-    for lo in range(0, len(order), batch_size):
+    for lo in corpus_progress(range(0, len(order), batch_size), len(order), "encode"):
         batch = [texts[i] for i in order[lo : lo + batch_size]]
         parts.append(np.asarray(encode_batch(batch), dtype=np.float32))
     stacked = np.concatenate(parts, axis=0)

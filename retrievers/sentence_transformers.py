@@ -18,6 +18,7 @@ from pydantic import PositiveInt
 
 from core.devices import resolve_device
 from core.errors import ParamError, UserError
+from core.progress import LARGE_CORPUS, progress_enabled
 from indexes.cache import EmbeddingCache
 from retrievers.dense import DenseRetriever, l2_normalize
 
@@ -70,7 +71,7 @@ class SentenceTransformerEncoder:
         method = getattr(model, "encode_query" if role == "query" else "encode_document", model.encode)
         vectors = method(
             list(texts), batch_size=self.batch_size, convert_to_numpy=True,
-            normalize_embeddings=True, show_progress_bar=False,
+            normalize_embeddings=True, show_progress_bar=progress_enabled() and len(texts) >= LARGE_CORPUS,
         )
         return l2_normalize(vectors)
 

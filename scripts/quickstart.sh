@@ -4,4 +4,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
-exec .venv/bin/ctxcomp quickstart --out "${CTXCOMP_QUICKSTART_OUT:-runs/quickstart}" "$@"
+# The run folder is ctxcomp's own default (runs/quickstart, or runs/quickstart-<reader> with --reader),
+# unless CTXCOMP_QUICKSTART_OUT names one.
+exec .venv/bin/ctxcomp quickstart ${CTXCOMP_QUICKSTART_OUT:+--out "$CTXCOMP_QUICKSTART_OUT"} "$@"

@@ -1,4 +1,4 @@
 """``python -m experiments.cli``: the same app as the ``ctxcomp`` console script."""
-from experiments.cli.app import app
+from experiments.cli.app import main
 
-app()
+main()

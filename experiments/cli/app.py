@@ -35,7 +35,7 @@ def _version(value: bool) -> None:
 
 
 @app.callback()
-def main(
+def root(
     show_version: Optional[bool] = typer.Option(None, "--version", callback=_version, is_eager=True,
                                                 help="Print the version and exit."),
 ) -> None:
@@ -61,5 +61,26 @@ build_app.command("m4le")(build_m4le)
 app.add_typer(build_app, name="build")
 
 
+def main() -> None:
+    """The console script: a usage mistake (a missing argument, an unknown option) is one line and exit 2."""
+    usage_error = typer.BadParameter.__mro__[1]  # click's UsageError, which typer vendors under a private name
+    try:
+        result = app(standalone_mode=False)
+    except typer.Abort:
+        typer.echo("aborted", err=True)
+        raise SystemExit(130) from None
+    except usage_error as err:
+        command = err.ctx.command_path if err.ctx is not None else "ctxcomp"
+        if not err.format_message().strip() and err.ctx is not None:  # no arguments at all: the help is the answer
+            typer.echo(err.ctx.get_help())
+            raise SystemExit(2) from None
+        typer.echo(f"error: {' '.join(err.format_message().split())} (see `{command} --help`)", err=True)
+        raise SystemExit(2) from None
+    except typer.Exit as done:
+        raise SystemExit(done.exit_code) from None
+    if isinstance(result, int):  # a command (or --help, no_args_is_help) that ended with an exit code
+        raise SystemExit(result)
+
+
 if __name__ == "__main__":
-    app()
+    main()

@@ -22,6 +22,8 @@ def build_kv(
     from experiments.data.store import write_jsonl
     from experiments.protocols.kv import generate_kv_records, move_key
 
+    if n < 1:
+        raise UserError(f"--n must be >= 1, got {n}")
     records = generate_kv_records(n, num_keys, seed=seed)
     if positions is not None:
         records = [move_key(r, p) for p in parse_ints(positions, "--positions") for r in records]
@@ -42,6 +44,8 @@ def build_m4le(
     from experiments.data.store import write_jsonl
     from experiments.protocols.m4le import build_m4le as build
 
+    if n < 1:
+        raise UserError(f"--n must be >= 1, got {n}")
     examples = load_examples(source)
     records = [
         record

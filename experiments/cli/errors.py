@@ -1,13 +1,21 @@
 """How the CLI reports trouble: a user's mistake is one line on stderr and exit 2; a bug keeps its traceback."""
 from __future__ import annotations
 
+import contextlib
+import errno
 import functools
+import signal
+import sqlite3
 import sys
+import threading
+from collections.abc import Iterator
 from typing import Callable, TypeVar
 
 import typer
 
 from core.errors import UserError
+from core.files import disk_error
+from core.paths import cache_root
 
 F = TypeVar("F", bound=Callable)
 
@@ -16,6 +24,8 @@ F = TypeVar("F", bound=Callable)
 USER_ERRORS: tuple[type[BaseException], ...] = (
     UserError, FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError,
 )
+
+DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
 
 
 def user_errors(func: F) -> F:
@@ -27,8 +37,46 @@ def user_errors(func: F) -> F:
             msg = err.args[0] if isinstance(err, KeyError) and err.args else err
             typer.echo(f"error: {msg}", err=True)
             raise typer.Exit(2) from None
+        except OSError as err:  # a write deep inside a library (a plot, a model file) on a full or read-only disk
+            if err.errno not in DISK_ERRNOS:
+                raise
+            typer.echo(f"error: {disk_error(err.filename or 'a file', err)}", err=True)
+            raise typer.Exit(2) from None
+        except sqlite3.OperationalError as err:  # the diskcache stores (embeddings, generations) are SQLite
+            if not any(words in str(err) for words in ("disk is full", "readonly database", "disk I/O error")):
+                raise
+            typer.echo(f"error: the cache under {cache_root()} cannot be written ({err}); free some space or set "
+                       "CTXCOMP_CACHE_DIR to a writable folder, then run the same command again", err=True)
+            raise typer.Exit(2) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM (a scheduler's stop, ``kill``) ends the block as Ctrl-C does: records flushed, lock released."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt(f"stopped by signal {signal.Signals(signum).name}")
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def exit_for_failures(failed: int, succeeded: int, *, strict: bool, what: str) -> None:
+    """Exit 1 when everything failed, or with ``--strict`` when anything failed, so CI sees it; else return."""
+    if failed and not succeeded:
+        typer.echo(f"error: every {what} failed ({failed}); nothing was scored", err=True)
+        raise typer.Exit(1)
+    if failed and strict:
+        typer.echo(f"error: {failed} {what}(s) failed and --strict was given", err=True)
+        raise typer.Exit(1)
 
 
 def parse_overrides(items: list[str]) -> dict:
@@ -40,11 +88,18 @@ def parse_overrides(items: list[str]) -> dict:
         if "=" not in item:
             raise UserError(f"--set expects KEY=VALUE, got {item!r}")
         key, value = item.split("=", 1)
+        if not key.strip():
+            raise UserError(f"--set expects KEY=VALUE with a key (e.g. tasks.0.limit=5), got {item!r}")
         try:
             out[key.strip()] = yaml.safe_load(value)
         except yaml.YAMLError as err:
-            raise UserError(f"--set {key.strip()}: the value is not valid YAML ({err})") from None
+            raise UserError(f"--set {key.strip()}: the value {value!r} is not valid YAML ({one_line(err)})") from None
     return out
+
+
+def one_line(err: BaseException) -> str:
+    """A library's multi-line message (YAML's, with its caret drawing) as one line."""
+    return " ".join(str(err).split())
 
 
 def parse_ints(text: str, option: str) -> list[int]:

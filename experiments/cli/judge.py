@@ -7,12 +7,21 @@ from typing import List
 import typer
 
 from core.errors import UserError
-from experiments.cli.errors import parse_overrides, plain_output, print_table, user_errors
+from experiments.cli.errors import (
+    exit_for_failures,
+    parse_overrides,
+    plain_output,
+    print_table,
+    sigterm_as_interrupt,
+    user_errors,
+)
 
 
 def judge_spec(judge: str, params: list[str]) -> dict:
     """``--judge NAME`` or ``--judge FILE.yaml`` (a ``{name, params}`` section), plus ``--judge-param`` overrides."""
     import yaml
+
+    from experiments.run.config import yaml_problem
 
     if judge.endswith((".yaml", ".yml", ".json")):
         path = Path(judge)
@@ -21,7 +30,7 @@ def judge_spec(judge: str, params: list[str]) -> dict:
         try:
             section = yaml.safe_load(path.read_text(encoding="utf-8"))
         except yaml.YAMLError as err:
-            raise UserError(f"judge config {path}: invalid YAML ({err})") from None
+            raise UserError(f"judge config: {yaml_problem(path, err)}") from None
         if not isinstance(section, dict) or "name" not in section:
             raise UserError(f"judge config {path} must be a mapping with name (and params)")
     else:
@@ -37,14 +46,22 @@ def judge(
     protocol: str = typer.Option("pairwise", "--protocol", help="pairwise (L-Eval) or score (HELMET-style rubric)."),
     against: str = typer.Option("reference", "--against", help="pairwise: 'reference', another RUN_DIR, or arm:LABEL of this run."),
     plain: bool = typer.Option(False, "--plain", help="Plain Markdown tables (the default when stdout is not a terminal)."),
+    strict: bool = typer.Option(False, "--strict", help="Exit 1 if any judgement failed (default: only if all did)."),
 ) -> None:
     """Judge every prediction of RUN_DIR not judged yet; write judgements.jsonl and add the rates to the report."""
     from experiments.report.judged import judged_cells, judged_table
     from experiments.report.write import write_report
     from experiments.run.judge import judge_run
 
-    stats = judge_run(run_dir, judge_spec(judge, judge_param), protocol=protocol, against=against)
+    try:
+        with sigterm_as_interrupt():
+            stats = judge_run(run_dir, judge_spec(judge, judge_param), protocol=protocol, against=against)
+    except KeyboardInterrupt as stop:
+        typer.echo(f"\ninterrupted ({stop.args[0] if stop.args else 'Ctrl-C'}); every verdict so far is kept; "
+                   "run the same command again to continue", err=True)
+        raise typer.Exit(130) from None
     typer.echo(f"judged {stats.judged}, {stats.already_done} already judged, {stats.failed} failed, "
                f"{stats.unmatched} without an opponent", err=True)
     write_report(run_dir, plots=False)
     print_table(*judged_table(judged_cells(run_dir)), plain=plain_output(plain))
+    exit_for_failures(stats.failed, stats.judged + stats.already_done, strict=strict, what="judgement")

@@ -7,7 +7,14 @@ from typing import List, Optional
 import typer
 
 from core.errors import UserError
-from experiments.cli.errors import parse_overrides, plain_output, print_table, user_errors
+from experiments.cli.errors import (
+    exit_for_failures,
+    parse_overrides,
+    plain_output,
+    print_table,
+    sigterm_as_interrupt,
+    user_errors,
+)
 
 
 @user_errors
@@ -22,6 +29,7 @@ def run(
     executor: str = typer.Option("local", "--executor", help="Where units run: 'local' (this process) or 'ray' (a Ray pool)."),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Join this Ray cluster ('auto', HOST:PORT or ray://HOST:PORT); default: start a local Ray instance."),
     workers: Optional[int] = typer.Option(None, "--workers", help="Ray actors (default: the cluster's CPUs)."),
+    strict: bool = typer.Option(False, "--strict", help="Exit 1 if any example failed (default: only if all did)."),
 ) -> None:
     """Run an evaluation grid; predictions are appended and the run can be resumed.
 
@@ -39,11 +47,11 @@ def run(
     else:
         source = config
     cfg, held_in = resolve_config(source, parse_overrides(set_))
-    run_dir = out or held_in or Path(cfg.output_dir or f"runs/{cfg.name}")
+    run_dir = out or held_in or cfg.default_dir
     if dry_run:
         print_plan(cfg, run_dir, plain=plain_output(plain))
         return
-    execute(cfg, run_dir, report=report, plain=plain_output(plain),
+    execute(cfg, run_dir, report=report, plain=plain_output(plain), strict=strict,
             executor=make_executor(executor, ray_address, workers))
 
 
@@ -66,14 +74,15 @@ def make_executor(kind: str, address: Optional[str], workers: Optional[int]):
 
 
 def execute(config, run_dir: Path, *, report: bool = True, plain: bool = True, executor=None, shards=None,
-            summary: bool = True):
+            summary: bool = True, strict: bool = False):
     """The one run lifecycle (``evaluate``) with what a person at a terminal needs: news, the resume command
-    after Ctrl-C, the failures, and the score table."""
+    after Ctrl-C or SIGTERM, the failures, the score table, and an exit code CI can trust."""
     from experiments.run.api import RunInterrupted, evaluate
 
     say = lambda message: typer.echo(message, err=True)  # noqa: E731
     try:
-        result = evaluate(config, run_dir, report=report, executor=executor, shards=shards, notify=say)
+        with sigterm_as_interrupt():
+            result = evaluate(config, run_dir, report=report, executor=executor, shards=shards, notify=say)
     except RunInterrupted as stop:
         say(f"\n{stop.args[0]}; continue with `ctxcomp run --resume {run_dir}`")
         raise typer.Exit(130) from None
@@ -90,6 +99,7 @@ def execute(config, run_dir: Path, *, report: bool = True, plain: bool = True, e
             f"{run_dir / 'failures.jsonl'}; retry with `ctxcomp run --resume {run_dir}`")
     if report and summary:
         print_scores(run_dir, plain=plain)
+    exit_for_failures(stats.failed, stats.predicted + stats.already_done, strict=strict, what="example")
     return result
 
 

@@ -80,6 +80,8 @@ class _Where:
 def iter_records(path: str | Path) -> Iterator[tuple[_Where, dict]]:
     """Yield (where, record) for each JSON object in a ``.jsonl``, ``.jsonl.gz`` or ``.json`` array file."""
     path = Path(path)
+    if path.is_dir():
+        raise DataError(str(path), None, None, "is a directory, not a data file; name a .jsonl, .jsonl.gz or .json file")
     if not path.is_file():
         raise DataError(str(path), None, None, "file not found")
     name = path.name[:-3] if path.name.endswith(".gz") else path.name
@@ -321,6 +323,8 @@ def load_examples(
             raise where.error(None, f"cannot tell the benchmark from the fields {sorted(record)}; pass a task")
         family = fam
         examples.extend(_CONVERTERS[fam](record, where, task or _default_task_name(fam, path)))
+    if not examples and limit != 0:
+        raise DataError(str(path), None, None, "holds no records (the file is empty or only blank lines)")
     return examples[:limit] if limit is not None else examples
 
 

@@ -13,12 +13,12 @@ import gzip
 import json
 import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from core.files import append_line, disk_error
+from core.files import append_line, disk_error, write_atomic
 from experiments.data.records import Failure, Judgement, Prediction, RunFileError, Trace, parse_record
 
 log = logging.getLogger(__name__)
@@ -56,9 +56,21 @@ class RunLog(Generic[R]):
                         "`ctxcomp run --resume` repairs it", self.path, size - good_end)
         return records
 
-    def repair(self) -> list[R]:
-        """Every complete record, after cutting a torn last line off the file; only a run holding the lock calls this."""
+    def repair(self, keep: Callable[[R], bool] | None = None) -> list[R]:
+        """Every complete record, after cutting a torn last line off the file; only a run holding the lock calls this.
+
+        ``keep``: records it rejects, and all but the last record of each key, are dropped from the file
+        too (the traces of predictions a kill cut off, which the run writes again).
+        """
         records, good_end, size = self._scan()
+        if keep is not None:
+            last = {r.key: i for i, r in enumerate(records) if keep(r)}
+            if len(last) < len(records):
+                lines = [line + b"\n" for line in self.path.read_bytes()[:good_end].split(b"\n")[:-1]]
+                kept = [i for i, r in enumerate(records) if last.get(r.key) == i]
+                self.discarded_bytes = size - sum(len(lines[i]) for i in kept)
+                write_atomic(self.path, b"".join(lines[i] for i in kept))
+                return [records[i] for i in kept]
         if good_end < size:
             self.discarded_bytes = size - good_end
             try:
@@ -69,6 +81,18 @@ class RunLog(Generic[R]):
             except OSError as err:
                 raise disk_error(self.path, err) from None
         return records
+
+    def rekey(self, mapping: dict[str, str]) -> None:
+        """Rewrite the ``config_hash`` of every record found in ``mapping`` (a run continued across versions)."""
+        records, good_end, _ = self._scan()
+        if not any(r.config_hash in mapping for r in records):
+            return
+        lines = []
+        for line in self.path.read_bytes()[:good_end].split(b"\n")[:-1]:
+            obj = json.loads(line)
+            obj["config_hash"] = mapping.get(obj["config_hash"], obj["config_hash"])
+            lines.append(json.dumps(obj, ensure_ascii=False, default=str) + "\n")
+        write_atomic(self.path, "".join(lines))
 
     def append(self, record: R) -> None:
         line = json.dumps(record.as_dict(), ensure_ascii=False, default=str) + "\n"

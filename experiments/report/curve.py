@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from core.files import write_atomic
+from core.paths import safe_name
 from experiments.data.records import Prediction
 from experiments.report.cells import RunData
 from experiments.report.stats import format_delta, format_p, mean_interval, paired_delta
@@ -158,7 +159,7 @@ def write_curve(rows: Sequence[CurveRow], out_dir: Path, *, plots: bool = True) 
 
         for task in dict.fromkeys(r.task for r in rows):
             task_rows = [r for r in rows if r.task == task]
-            name = "curve.png" if len({r.task for r in rows}) == 1 else f"curve_{task}.png"
+            name = "curve.png" if len({r.task for r in rows}) == 1 else f"curve_{safe_name(task)}.png"
             paths += plot_curve(task_rows, out_dir / "plots" / name,
                                 saturation={rd: k for (t, rd), k in saturation(rows).items() if t == task},
                                 title=f"{task}: retriever recall@k and reader accuracy@k")

@@ -6,6 +6,7 @@ every column header names its task's metric.
 from __future__ import annotations
 
 import csv
+import html
 import io
 import statistics
 from collections import defaultdict
@@ -240,9 +241,14 @@ def position_contrasts(cells: Sequence[Cell], items: dict[tuple[str, str], dict[
     return header, body
 
 
+def markdown_cell(text: str) -> str:
+    """A label as table text: ``|`` cannot split the row, HTML stays text, a newline stays in its cell."""
+    return (html.escape(str(text), quote=False).replace("|", "\\|").replace("\r", " ").replace("\n", "<br>"))
+
+
 def markdown_table(header: Sequence[str], body: Sequence[Sequence[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |"]
-    lines += ["| " + " | ".join(row) + " |" for row in body]
+    lines = ["| " + " | ".join(map(markdown_cell, header)) + " |", "| " + " | ".join("---" for _ in header) + " |"]
+    lines += ["| " + " | ".join(map(markdown_cell, row)) + " |" for row in body]
     return "\n".join(lines)
 
 

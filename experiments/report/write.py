@@ -8,6 +8,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from core.files import write_atomic
+from core.paths import safe_name
 from experiments.report.cells import Cell, RunData, load_run
 from experiments.report.tables import (
     Table,
@@ -15,6 +16,7 @@ from experiments.report.tables import (
     contrast_table,
     csv_text,
     efficiency_table,
+    markdown_cell,
     markdown_table,
     position_contrasts,
     score_table,
@@ -120,7 +122,7 @@ def render_markdown(data: RunData, tables: dict[str, Table], plot_paths: Sequenc
         notes = list(contrast_notes) if name == "contrasts" else []
         if name != "curve_contrasts" and (body or notes):
             parts += ["", f"## {TITLES[name]}"] + (["", markdown_table(header, body)] if body else [])
-            parts += [""] + [f"- not computed: {n}" for n in notes] if notes else []
+            parts += [""] + [f"- not computed: {markdown_cell(n)}" for n in notes] if notes else []
     from experiments.report.judged import judged_cells, judged_table
 
     judged = judged_cells(run_dir)
@@ -173,7 +175,7 @@ def _write_plots(run_dir: Path, cells: Sequence[Cell]) -> list[Path]:
             oracle = {label: c.by_position["oracle"] / 100 for label, c in series.items() if "oracle" in c.by_position}
             cis = {label: {int(k): (lo / 100, hi / 100) for k, (lo, hi) in c.by_position_ci.items() if k.lstrip("-").isdigit()}
                    for label, c in series.items()}
-            paths += plots.plot_position(numeric, out / f"position_{task}.png", closed_book=closed or None,
+            paths += plots.plot_position(numeric, out / f"position_{safe_name(task)}.png", closed_book=closed or None,
                                          oracle=oracle or None, intervals=cis,
                                          title=f"{task}: accuracy by gold (or key) position")
     return [Path(p) for p in paths]

@@ -78,7 +78,7 @@ def evaluate(
     Ctrl-C raises ``RunInterrupted`` after every finished record is written.
     """
     cfg, held_in = resolve_config(config, overrides)
-    run_dir = Path(out or held_in or cfg.output_dir or f"runs/{cfg.name}")
+    run_dir = Path(out or held_in or cfg.default_dir)
     runner = Runner(cfg, run_dir, progress=progress, executor=executor, shards=shards, notify=notify)
     try:
         stats = runner.run()

@@ -18,7 +18,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from core.errors import UserError
 from core.files import write_atomic
+from core.paths import safe_name
 from core.registry import ComponentSpec
+
+
+def yaml_problem(path: Path, err: Exception) -> str:
+    """One line for a YAML error: the file, the line, what is wrong (not YAML's caret drawing)."""
+    mark = getattr(err, "problem_mark", None)
+    where = f"{path}:{mark.line + 1}" if mark else str(path)
+    return f"invalid YAML in {where}: {' '.join(str(getattr(err, 'problem', None) or err).split())}"
 
 
 class ConfigError(UserError):
@@ -191,6 +199,11 @@ class RunConfig(_Strict):
     save_prompts: bool = True
     contrasts: list[ContrastConfig] = Field(default_factory=list)
 
+    @property
+    def default_dir(self) -> Path:
+        """Where a run goes when no ``--out`` is given: ``output_dir``, else ``runs/<name>`` (a safe file name)."""
+        return Path(self.output_dir or f"runs/{safe_name(self.name)}")
+
     def same_run(self, other: "RunConfig") -> bool:
         """Whether ``other`` asks for the same predictions (it may plan other contrasts)."""
         return self.model_copy(update={"contrasts": other.contrasts}) == other
@@ -253,9 +266,7 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Ru
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark else str(path)
-        raise ConfigError(f"invalid YAML in {where}: {getattr(err, 'problem', err)}") from None
+        raise ConfigError(yaml_problem(path, err)) from None
     except UnicodeDecodeError as err:
         raise ConfigError(f"config {path} is not UTF-8: {err}") from None
     if not isinstance(data, dict):

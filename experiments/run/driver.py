@@ -28,7 +28,7 @@ from experiments.data.store import CONFIG, GRID, LOCK, RunDir
 from experiments.run.config import RunConfig, dump_config, load_config
 from experiments.run.executors import Executor, LocalExecutor
 from experiments.run.grid import expand_grid, grid_manifest
-from experiments.run.plan import PlannedPoint, check_components, dry_run, pending_units
+from experiments.run.plan import PlannedPoint, check_components, check_key_files, dry_run, pending_units
 from experiments.run.worker import UnitResult, Worker
 from readers.base import Reader
 from readers.registry import make_reader
@@ -72,6 +72,7 @@ class Runner:
         self.grid = expand_grid(config)
         check_components(config, self.grid)
         self.run_dir = Path(run_dir)
+        check_key_files(config, self.run_dir)
         self.files = RunDir(self.run_dir)
         self.progress = progress
         self.worker = Worker(config, self.grid, reader_factory=reader_factory, progress=progress, shards=shards)
@@ -114,10 +115,11 @@ class Runner:
         path = self.run_dir / CONFIG
         if path.is_file():
             held = load_config(path)
-            if held.same_run(self.config):
+            if held.same_run(self.config) or self._same_predictions(held):
                 self.notify(f"{self.run_dir} holds a run of this config; continuing it")
-                if held == self.config and (self.run_dir / GRID).is_file():
-                    return  # only planned contrasts may differ; then config and grid are rewritten below
+                rekeyed = self._rekey(self.files.manifest())
+                if held == self.config and (self.run_dir / GRID).is_file() and not rekeyed:
+                    return  # only planned contrasts or where servers are may differ; then both are rewritten below
             elif self.files.predictions.read() or self.files.failures.read():
                 raise RunDirError(f"{self.run_dir} holds a run of another config; pass another output folder "
                                   f"or delete {self.run_dir}")
@@ -127,12 +129,35 @@ class Runner:
         write_atomic(self.run_dir / GRID, json.dumps(grid_manifest(self.config, self.grid), indent=2,
                                                      ensure_ascii=False))
 
+    def _same_predictions(self, held: RunConfig) -> bool:
+        """Whether ``held`` differs only where no output changes (a server's address): the same tasks and keys."""
+        same_tasks = held.model_copy(update={"readers": self.config.readers, "compressors": self.config.compressors,
+                                             "contrasts": self.config.contrasts}) == self.config
+        return same_tasks and [p.config_hash for p in expand_grid(held)] == [p.config_hash for p in self.grid]
+
+    def _rekey(self, manifest: dict) -> bool:
+        """Give records written under older keys this version's keys, once, under the lock.
+
+        Until this version a single server's ``base_url`` was part of the key (``base_urls`` never was); such a run,
+        continued, keeps every prediction: its lines are rewritten with the keys its points have now.
+        """
+        old = [p.get("config_hash") for p in manifest.get("points", [])]
+        if len(old) != len(self.grid):
+            return False
+        mapping = {o: p.config_hash for o, p in zip(old, self.grid) if o and o != p.config_hash}
+        if mapping:
+            for log in self.files.logs():
+                log.rekey(mapping)
+            self.notify(f"{self.run_dir}: {len(mapping)} grid point(s) written by an older ctxcomp now have this "
+                        "version's keys (a server address no longer is one); nothing is asked again")
+        return bool(mapping)
+
     def _run(self) -> RunStats:
         start = time.perf_counter()
         self.stats = RunStats()
         done = {r.key for r in self.files.predictions.repair()}
-        for log in (self.files.traces, self.files.failures):
-            log.repair()
+        self.files.traces.repair(keep=lambda trace: trace.key in done)  # a kill between trace and prediction
+        self.files.failures.repair()
         units, already = pending_units(self.worker, done)
         self.stats.already_done = already
         self.stats.examples = already + sum(len(u.ids) for u in units)

@@ -48,6 +48,7 @@ from core.registry import ComponentSpec
 from experiments.data.records import Judgement, Prediction
 from experiments.data.store import RunDir
 from experiments.run.driver import exclusive
+from experiments.run.plan import check_key_files
 from experiments.tasks.prompts import fill_template
 from experiments.tasks.specs import get_task
 from readers.base import GenerationRequest, Reader
@@ -291,6 +292,7 @@ def judge_run(run_dir: str | Path, judge: Any, *, protocol: str = "pairwise", ag
     files = RunDir(Path(run_dir)).require()
     spec = ComponentSpec.parse(judge, "judge")
     READERS.check(spec)  # a typo costs seconds, not a model load
+    check_key_files(spec.params, files.path)
     with exclusive(files.path):
         predictions = files.predictions.repair()
         log = files.judgements

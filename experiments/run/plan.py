@@ -8,9 +8,11 @@ value (nested sections too; ``core.checks``).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from compressors.registry import COMPRESSORS, INJECTED, uses_reader
-from core.errors import ExampleFailure
+from core.errors import ExampleFailure, UserError
 from experiments.data.records import RecordKey
 from experiments.run.config import RunConfig
 from experiments.run.examples import task_spec
@@ -34,6 +36,22 @@ def check_components(config: RunConfig, grid: list[GridPoint]) -> None:
         COMPRESSORS.check(spec.spec, injected=INJECTED)
     for spec in {p.reader.model_dump_json(): p.reader for p in grid}.values():
         READERS.check(spec.spec)
+
+
+def check_key_files(sections: Any, run_dir: Path) -> None:
+    """Refuse an ``api_key_file`` inside the run directory: that folder is shared, attached to papers, synced."""
+    inside = Path(run_dir).resolve()
+    stack = [sections.model_dump() if hasattr(sections, "model_dump") else sections]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            path = node.get("api_key_file")
+            if isinstance(path, (str, Path)) and Path(path).expanduser().resolve().is_relative_to(inside):
+                raise UserError(f"api_key_file {path} lies inside the run directory {run_dir}; keep keys outside "
+                                "the folders a run writes (they get shared), or use api_key_env")
+            stack.extend(node.values())
+        elif isinstance(node, (list, tuple)):
+            stack.extend(node)
 
 
 def pending_units(worker: Worker, done: set[RecordKey]) -> tuple[list[WorkUnit], int]:
