@@ -82,7 +82,7 @@ def plot_curve(rows: Iterable[Any], path: str | Path, *, saturation: Mapping[str
         ax.set_xlabel("k (retrieved passages)")
         ax.set_ylabel("recall / accuracy (%)")
         ax.set_ylim(0, 100)
-        ax.set_title(title)
+        ax.set_title(_fit(title, 90))
         ax.grid(alpha=0.3)
         fig.legend(loc="outside lower center", ncol=1, frameon=False)
         return _save(fig, path)
@@ -112,7 +112,7 @@ def plot_position(
             color = colors[i % len(colors)]
             xs = sorted(by_pos)
             ax.plot([x + 1 for x in xs], [100 * by_pos[x] for x in xs], marker="o", markersize=3,
-                    color=color, label=name)
+                    color=color, label=_fit(name))
             ci = (intervals or {}).get(name)
             if ci:
                 xs_ci = [x for x in xs if x in ci]
@@ -124,22 +124,28 @@ def plot_position(
                             fmt="none", ecolor=color, elinewidth=0.8, capsize=2)
             if closed_book and name in closed_book:
                 ax.axhline(100 * closed_book[name], color=color, linestyle=":", linewidth=1,
-                           label=f"{name} closed-book")
+                           label=f"{_fit(name)} closed-book")
             if oracle and name in oracle:
-                ax.axhline(100 * oracle[name], color=color, linestyle="--", linewidth=1, label=f"{name} oracle")
+                ax.axhline(100 * oracle[name], color=color, linestyle="--", linewidth=1, label=f"{_fit(name)} oracle")
         positions = sorted({x for by_pos in acc_by_position.values() for x in by_pos})
         ax.set_xticks([x + 1 for x in positions])
         ax.set_xlabel("position of the document with the answer")
         ax.set_ylabel("accuracy (%)")
         ax.set_ylim(-2, 102)  # a fixed scale, so U-shapes of different readers and runs compare by eye
-        ax.set_title(title)
+        ax.set_title(_fit(title, 90))
         ax.grid(alpha=0.3)
         fig.legend(loc="outside lower center", ncol=1, frameon=False)
         return _save(fig, path)
 
 
+def _fit(label: str, width: int = 40) -> str:
+    """A label that leaves the axes room: a long one keeps its start and end around an ellipsis."""
+    return label if len(label) <= width else f"{label[: width // 2 - 1]}…{label[-(width // 2 - 1):]}"
+
+
 def _two_lines(name: str, columns: int) -> str:
     """A panel title that fits its column: a long name breaks at the underscore nearest its middle."""
+    name = _fit(name)
     if len(name) * columns <= 60 or "_" not in name:
         return name
     cut = min((i for i, ch in enumerate(name) if ch == "_"), key=lambda i: abs(i - len(name) / 2))
@@ -183,7 +189,7 @@ def plot_delta_forest(deltas: Mapping[str, Mapping[str, Mapping[str, float]]], p
                     if ci is not None:
                         ax.plot([ci[0], ci[1]], [y, y], color="C0", linewidth=1.2)
                     ax.plot([value], [y], "o", color="C0", markersize=3.5, markerfacecolor="C0" if solid else "white")
-                ax.set_yticks(ys, arms)
+                ax.set_yticks(ys, [_fit(a) for a in arms])
                 ax.set_ylim(-0.7, len(arms) - 0.3)
                 ax.grid(axis="x", alpha=0.3)
                 if r == 0:
@@ -204,7 +210,7 @@ def plot_length_buckets(scores: Mapping[str, Mapping[str, float]], path: str | P
             buckets.extend(b for b in values if b not in buckets)
         for config, values in scores.items():
             ax.plot(range(len(buckets)), [values.get(b, float("nan")) for b in buckets], marker="o",
-                    markersize=3, label=config)
+                    markersize=3, label=_fit(config))
         ax.set_xticks(range(len(buckets)), buckets)
         ax.set_xlabel("input length bucket")
         ax.set_ylabel("score")

@@ -82,6 +82,7 @@ class Runner:
             share(self.worker)
         self.notify = notify or (lambda _message: None)
         self.stats = RunStats()
+        self._continuing = False
 
     @classmethod
     def resume(cls, run_dir: str | Path, **kw: Any) -> "Runner":
@@ -116,7 +117,7 @@ class Runner:
         if path.is_file():
             held = load_config(path)
             if held.same_run(self.config) or self._same_predictions(held):
-                self.notify(f"{self.run_dir} holds a run of this config; continuing it")
+                self._continuing = True  # said once its logs are read whole (a corrupt log is the only line)
                 rekeyed = self._rekey(self.files.manifest())
                 if held == self.config and (self.run_dir / GRID).is_file() and not rekeyed:
                     return  # only planned contrasts or where servers are may differ; then both are rewritten below
@@ -158,6 +159,8 @@ class Runner:
         done = {r.key for r in self.files.predictions.repair()}
         self.files.traces.repair(keep=lambda trace: trace.key in done)  # a kill between trace and prediction
         self.files.failures.repair()
+        if self._continuing:
+            self.notify(f"{self.run_dir} holds a run of this config; continuing it")
         units, already = pending_units(self.worker, done)
         self.stats.already_done = already
         self.stats.examples = already + sum(len(u.ids) for u in units)
