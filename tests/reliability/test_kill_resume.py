@@ -74,8 +74,9 @@ def test_sigkill_at_random_points_then_resume_loses_and_repeats_nothing(tmp_path
     log = PromptLog()
     server = FakeOpenAIServer(responder=log, service_time_s=0.06, max_concurrency=2).start()
     try:
+        # batches (16) much larger than concurrency (2): each answer must reach the cache as it returns
         config = rel.synthetic_config(rel.openai_reader(server.base_url, concurrency=2), n_qa=N_QA, n_kv=N_KV,
-                                      batch_size=8)
+                                      batch_size=16)
         config_path = tmp_path / "config.yaml"
         config_path.write_text(yaml.safe_dump(config), encoding="utf-8")
 
