@@ -9,10 +9,11 @@
 2. Dense (MiniLM, 200-word chunks, top 7) with a cold then a warm embedding
    cache: the warm run must make no encoder call.
 
-Usage: ``python benchmarks/bench_compression.py [--data-dir ../shared/data] [--sizes 2000 8000 32000]``.
-Without ``--data-dir`` the text is synthetic English (Zipf-distributed common
-words in sentences and paragraphs); with it, L-Eval government reports are
-concatenated to the wanted length.  The query's answer sentence is inserted
+Usage: ``python benchmarks/bench_compression.py [--real [--data-dir DIR]] [--sizes 2000 8000 32000]``.
+Without ``--real`` the text is synthetic English (Zipf-distributed common
+words in sentences and paragraphs); with it, L-Eval government reports
+(``ctxcomp data get leval/gov_report_summ``; read from the data directory, or
+``DIR``) are concatenated to the wanted length.  The query's answer sentence is inserted
 at the middle of the context.
 """
 from __future__ import annotations
@@ -27,6 +28,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from experiments.data.catalog import local_file
 from experiments.data.records import Example
 
 GOLD = "The vault combination chosen by Margaret Ellison in the final audit was 7391."
@@ -60,10 +62,10 @@ def synthetic_text(n_words: int, rng: random.Random) -> str:
     return "\n".join(paragraphs)
 
 
-def real_text(n_words: int, data_dir: Path) -> str:
+def real_text(n_words: int, data_dir: Path | None) -> str:
     """L-Eval government reports, concatenated and cut to ``n_words`` words (whole lines kept)."""
     lines, total = [], 0
-    with open(data_dir / "leval" / "gov_report_summ.jsonl", encoding="utf-8") as fh:
+    with open(local_file("leval/gov_report_summ", data_dir), encoding="utf-8") as fh:
         docs = [json.loads(line)["input"] for line in fh if line.strip()]
     while total < n_words:
         for doc in docs:
@@ -178,12 +180,13 @@ def bench_dense(n_words: int, text: Callable[[int], str]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[2000, 8000, 32000])
-    parser.add_argument("--data-dir", type=Path, default=None, help="use L-Eval gov reports from this folder")
+    parser.add_argument("--real", action="store_true", help="use L-Eval gov reports (ctxcomp data get leval/gov_report_summ)")
+    parser.add_argument("--data-dir", type=Path, default=None, help="with --real: the data directory to read them from")
     parser.add_argument("--dense-words", type=int, default=8000)
     parser.add_argument("--no-dense", action="store_true")
     args = parser.parse_args()
-    if args.data_dir is not None:
-        print(f"text: L-Eval gov_report from {args.data_dir}")
+    if args.real or args.data_dir is not None:
+        print(f"text: L-Eval gov_report from {local_file('leval/gov_report_summ', args.data_dir)}")
         text: Callable[[int], str] = lambda n: real_text(n, args.data_dir)  # noqa: E731
     else:
         print("text: synthetic English (seeded)")

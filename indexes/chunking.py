@@ -59,7 +59,7 @@ def _windows(n_units: int, size: int, overlap: int) -> Iterable[tuple[int, int]]
 class LongBenchChunker:
     """LongBench's retrieval splitter: sentences packed greedily up to ``size`` words.
 
-    Reference: the released LongBench retrieval scripts (see ``/work/shared/anchors.md``).
+    Reference: the released LongBench retrieval scripts (github.com/THUDM/LongBench, ``LongBench/retrieval/splitter.py``).
     Pieces from :data:`LONGBENCH_SPLIT` join the open chunk while its word count
     plus theirs stays <= ``size``; otherwise the chunk closes and the piece opens
     the next one, so an over-long sentence becomes a chunk of its own. No overlap.

@@ -7,14 +7,26 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED_DATA = Path(os.environ.get("CTXCOMP_SHARED_DATA", REPO.parent / "shared" / "data"))
+# The real public data, laid out as `ctxcomp data get` leaves it: $CTXCOMP_DATA_DIR when set, else ../shared/data
+# beside the checkout (or $CTXCOMP_SHARED_DATA).  When it exists, data names in configs resolve there too.
+SHARED_DATA = Path(os.environ.get("CTXCOMP_DATA_DIR") or os.environ.get("CTXCOMP_SHARED_DATA")
+                   or REPO.parent / "shared" / "data")
+# the files the real-data tests read (`ctxcomp data get NAME...` fetches them)
+SHARED_NAMES = ("leval/financial_qa", "leval/natural_question", "leval/gov_report_summ", "leval/news_summ",
+                "lost_in_the_middle/nq-open-oracle", "lost_in_the_middle/kv-retrieval-75_keys")
+if SHARED_DATA.is_dir():
+    os.environ["CTXCOMP_DATA_DIR"] = str(SHARED_DATA)
 
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
-    """The real public data folder (../shared/data); tests that need it skip when it is absent."""
-    if not SHARED_DATA.is_dir():
-        pytest.skip(f"real public data not found at {SHARED_DATA} (set CTXCOMP_SHARED_DATA)")
+    """The real public data folder (the data directory); tests that need it skip when a file is absent."""
+    from experiments.data.catalog import catalog
+
+    missing = [name for name in SHARED_NAMES if not catalog()[name].path(SHARED_DATA).is_file()]
+    if missing:
+        pytest.skip(f"real public data not found in {SHARED_DATA} (set CTXCOMP_DATA_DIR, or run: "
+                    f"ctxcomp data get {' '.join(missing)})")
     return SHARED_DATA
 
 

@@ -1,4 +1,4 @@
-"""The floors of ../shared/DESIGN.md and the rooms of experiments/, read from every module's imports."""
+"""The floors and the rooms of experiments/ (docs/architecture.md), read from every module's imports."""
 from __future__ import annotations
 
 import ast

@@ -9,6 +9,7 @@ import typer
 from experiments.cli.build import build_kv, build_m4le, build_sweep
 from experiments.cli.chunk import chunk
 from experiments.cli.curve import curve
+from experiments.cli.data import data_app
 from experiments.cli.judge import judge
 from experiments.cli.listing import list_components
 from experiments.cli.quickstart import quickstart
@@ -59,6 +60,7 @@ build_app.command("kv")(build_kv)
 build_app.command("sweep")(build_sweep)
 build_app.command("m4le")(build_m4le)
 app.add_typer(build_app, name="build")
+app.add_typer(data_app, name="data")
 
 
 def main() -> None:

@@ -40,7 +40,7 @@ def curve_shard_plan(cfg, out: Path, executor: str, ray_address: Optional[str], 
     retrievers = [t.open_domain.retriever.spec for t in cfg.tasks if t.open_domain is not None]
     plan = shard_plan(executor, ray_address, workers, shards, shard_size, out / "shards", retrievers)
     if plan is not None and shards is not None:
-        dense = {(t.open_domain.corpus or t.path, t.open_domain.retriever.model_dump_json()) for t in cfg.tasks
+        dense = {(t.open_domain.corpus or t.data or t.path, t.open_domain.retriever.model_dump_json()) for t in cfg.tasks
                  if t.open_domain is not None and is_dense(t.open_domain.retriever.spec)}
         if len(dense) > 1:
             raise UserError(f"--shards names one folder, but the config has {len(dense)} dense open-domain indexes "

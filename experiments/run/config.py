@@ -11,15 +11,16 @@ import copy
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from core.errors import UserError
 from core.files import write_atomic
 from core.paths import safe_name
 from core.registry import ComponentSpec
+from experiments.data.catalog import known_data_name, local_file
 
 
 def yaml_problem(path: Path, err: Exception) -> str:
@@ -148,6 +149,7 @@ class TaskConfig(_Strict):
     name: str
     label: str | None = None
     path: str | None = None
+    data: Annotated[str, AfterValidator(known_data_name)] | None = None  # a name from `ctxcomp data list`
     hf: str | None = None
     hf_name: str | None = None
     split: str = "test"
@@ -170,11 +172,17 @@ class TaskConfig(_Strict):
         """The name this task has in predictions and reports (``label`` tells two variants of one spec apart)."""
         return self.label or self.name
 
+    @property
+    def file(self) -> str | None:
+        """``path`` as written, or the ``data`` name's file in the data directory (one line naming
+        ``ctxcomp data get`` when it is missing); None for hub and generated data."""
+        return str(local_file(self.data)) if self.data is not None else self.path
+
     @model_validator(mode="after")
     def _one_source(self) -> "TaskConfig":
-        given = [k for k in ("path", "hf", "synthetic") if getattr(self, k) is not None]
+        given = [k for k in ("path", "data", "hf", "synthetic") if getattr(self, k) is not None]
         if len(given) != 1:
-            raise ValueError(f"task {self.name!r} needs exactly one of path, hf, synthetic (got {given or 'none'})")
+            raise ValueError(f"task {self.name!r} needs exactly one of path, data, hf, synthetic (got {given or 'none'})")
         if self.sweep is not None and self.open_domain is not None:
             raise ValueError(f"task {self.name!r}: a sweep and open_domain do not combine; use two tasks")
         return self

@@ -23,8 +23,8 @@ def load_task_examples(task: TaskConfig, *, progress: bool = False, shards: Shar
     dense open-domain corpus is indexed (through embedding shards; None: as always).
     """
     spec = task_spec(task)
-    if task.path is not None:
-        examples = load_examples(task.path, spec.family, _task_name(spec, task), limit=task.limit)
+    if task.file is not None:
+        examples = load_examples(task.file, spec.family, _task_name(spec, task), limit=task.limit)
     elif task.hf is not None:
         examples = load_hf(task.hf, name=task.hf_name, split=task.split, family=spec.family,
                            task=_task_name(spec, task))[: task.limit]
@@ -81,8 +81,8 @@ def _with_distractors(examples: list[Example], task: TaskConfig, num_docs: int) 
     from experiments.protocols.litm import add_distractors
 
     sweep = task.sweep
-    assert sweep is not None and sweep.distractors is not None and task.path is not None
-    _, corpus = load_litm_corpus(task.path)  # the whole file, whatever `limit` keeps
+    assert sweep is not None and sweep.distractors is not None and task.file is not None
+    _, corpus = load_litm_corpus(task.file)  # the whole file, whatever `limit` keeps
     d = sweep.distractors
     return add_distractors(examples, corpus, num_docs, d.retriever.spec, method=d.method, seed=d.seed)
 
@@ -94,9 +94,10 @@ def _open_domain(spec: TaskSpec, examples: list[Example], task: TaskConfig, prog
 
     od = task.open_domain
     assert od is not None
-    corpus_file = od.corpus or task.path
+    corpus_file = od.corpus or task.file
     if corpus_file is None:
-        raise UserError(f"task {task.key!r}: open_domain needs a corpus file (`corpus:` or the task's `path:`)")
+        raise UserError(f"task {task.key!r}: open_domain needs a corpus file (`corpus:`, or the task's `path:` "
+                        "or `data:`)")
     if spec.family != "litm_qa":
         raise UserError(f"task {task.key!r}: open_domain works on Lost in the Middle QA tasks, not {spec.family}")
     _, corpus = load_litm_corpus(corpus_file)

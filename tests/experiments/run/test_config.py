@@ -49,7 +49,7 @@ def test_wrong_type_and_unknown_key_name_the_key():
 
 
 def test_a_task_needs_exactly_one_source():
-    with pytest.raises(ConfigError, match="exactly one of path, hf, synthetic"):
+    with pytest.raises(ConfigError, match="exactly one of path, data, hf, synthetic"):
         parse_config({"tasks": [{"name": "hotpotqa"}], "readers": ["extractive"]})
 
 
