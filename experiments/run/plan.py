@@ -13,6 +13,7 @@ from typing import Any
 
 from compressors.registry import COMPRESSORS, INJECTED, uses_reader
 from core.errors import ExampleFailure, UserError
+from experiments.data.loaders import DataError
 from experiments.data.records import RecordKey
 from experiments.run.config import RunConfig
 from experiments.run.examples import task_spec
@@ -28,6 +29,9 @@ def check_components(config: RunConfig, grid: list[GridPoint]) -> None:
     """Resolve every task, metric, compressor, retriever and reader the grid names and check every parameter."""
     for task in config.tasks:
         get_metric(task_spec(task).metric)
+        source = task.file  # a data name resolves here: a missing file is one line before any model loads
+        if source is not None and not Path(source).exists():
+            raise DataError(source, None, None, "file not found")
         if task.open_domain is not None:
             RETRIEVERS.check(task.open_domain.retriever.spec, where=f"task {task.key!r} open_domain")
         if task.sweep is not None and task.sweep.distractors is not None:

@@ -202,7 +202,9 @@ def test_requests_go_to_the_least_busy_server():
         reader.close()
     assert [g.text for g in gens] == expected_texts(n)
     assert sum(counts) == n  # no request was sent twice
-    assert counts[2] <= 6 and min(counts[:2]) >= 20, counts
+    # the slow server gets far fewer than round robin's 20; how the two fast ones split the rest depends on
+    # scheduling on a loaded machine (41/17 seen on 2 busy cores), so only "both served" is asserted there
+    assert counts[2] <= 6 and min(counts[:2]) >= 10, counts
     assert [s["sent"] for s in reader.fleet.snapshot()] == counts
 
 
