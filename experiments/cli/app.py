@@ -15,6 +15,7 @@ from experiments.cli.quickstart import quickstart
 from experiments.cli.retrieve import retrieve
 from experiments.cli.run import compare, report, run, show
 from experiments.cli.score import score
+from experiments.cli.view import view
 
 app = typer.Typer(
     name="ctxcomp",
@@ -47,6 +48,7 @@ app.command("run")(run)
 app.command("report")(report)
 app.command("compare")(compare)
 app.command("show")(show)
+app.command("view")(view)
 app.command("score")(score)
 app.command("chunk")(chunk)
 app.command("retrieve")(retrieve)
