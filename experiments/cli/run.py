@@ -147,9 +147,10 @@ def report(
     for p in paths:
         typer.echo(f"wrote {p}")
     if view:
+        from experiments.cli.view import load_contexts
         from experiments.report.view import write_view
 
-        typer.echo(f"wrote {write_view(run_dir, plot_paths=paths)}")
+        typer.echo(f"wrote {write_view(run_dir, plot_paths=paths, contexts=load_contexts)}")
 
 
 @user_errors

@@ -26,7 +26,14 @@ from typing import Any
 
 from core.files import write_atomic
 from experiments.report.cells import Cell, RunData, load_run
-from experiments.report.view_examples import RunSide, failures_by_reason, flip_counts, run_files, task_blocks
+from experiments.report.view_examples import (
+    ContextLoader,
+    RunSide,
+    failures_by_reason,
+    flip_counts,
+    run_files,
+    task_blocks,
+)
 
 ASSETS = Path(__file__).with_name("view_assets")
 VIEW_FILE = "view.html"
@@ -124,9 +131,10 @@ def overview(data: RunData, plot_paths: Sequence[Path] | None, against: RunData 
     return {"tables": out_tables, "plots": _plots(data, curve, plot_paths), "manifest": run_files(data.run_dir)}
 
 
-def build_view(run_dir: str | Path, *, against: str | Path | None = None,
-               plot_paths: Sequence[Path] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(the overview block, the other blocks by element id) of a run's view."""
+def build_view(run_dir: str | Path, *, against: str | Path | None = None, plot_paths: Sequence[Path] | None = None,
+               contexts: ContextLoader | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the overview block, the other blocks by element id) of a run's view; ``contexts`` loads the examples
+    (their original contexts), which the report room cannot do itself: it never reads a run's config."""
     data = load_run(run_dir)
     other = load_run(against) if against is not None else None
     sides = [RunSide.load(data, "", 0)]
@@ -137,7 +145,7 @@ def build_view(run_dir: str | Path, *, against: str | Path | None = None,
     for side in sides:
         counts = flip_counts(side.data)
         cell_json += [_cell_json(c, side.label, counts.get((c.task, c.config_hash), {})) for c in side.data.cells]
-    tasks, blocks, _ = task_blocks(sides, cells)
+    tasks, blocks, _ = task_blocks(sides, cells, contexts)
     meta = {"run": data.run_dir.name, "path": str(data.run_dir), "against": other.run_dir.name if other else None,
             "generated": time.strftime("%Y-%m-%d %H:%M:%S"), "cells": cell_json, "tasks": tasks,
             "failures": failures_by_reason(sides[0]), "right": 0.5,
@@ -161,10 +169,10 @@ def render_html(meta: dict[str, Any], blocks: dict[str, Any]) -> str:
     return re.sub(r"\{\{([A-Z_]+)\}\}", lambda m: parts[m.group(1)], template)
 
 
-def write_view(run_dir: str | Path, *, against: str | Path | None = None,
-               plot_paths: Sequence[Path] | None = None, out: str | Path | None = None) -> Path:
+def write_view(run_dir: str | Path, *, against: str | Path | None = None, plot_paths: Sequence[Path] | None = None,
+               out: str | Path | None = None, contexts: ContextLoader | None = None) -> Path:
     """Write ``RUN_DIR/view.html`` (or ``out``) and return its path."""
-    meta, blocks = build_view(run_dir, against=against, plot_paths=plot_paths)
+    meta, blocks = build_view(run_dir, against=against, plot_paths=plot_paths, contexts=contexts)
     target = Path(out) if out is not None else Path(run_dir) / VIEW_FILE
     write_atomic(target, render_html(meta, blocks))
     return target

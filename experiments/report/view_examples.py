@@ -10,7 +10,7 @@ are parsed by the page only when opened, so a large run stays fast.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,11 +18,15 @@ from typing import Any
 from experiments.data.records import Example, Failure, Judgement, Prediction, RecordKey, Trace
 from experiments.data.store import RunDir
 from experiments.report.cells import Cell, RunData, load_traces
-from experiments.report.view_spans import arm_detail, load_contexts
+from experiments.report.view_spans import arm_detail
 
 # An item score at or above this is "right": flips compare right/wrong between the full arm and another arm.
 RIGHT = 0.5
 MIN_SPAN_REF = 40  # shorter kept spans are written into a prompt as text, not as a reference to the context
+
+# (run directory, task keys) -> (examples by task key and id, a note for each task left without them)
+ContextLoader = Callable[[Path, Sequence[str]], tuple[dict[str, dict[str, Example]], dict[str, str]]]
+NO_LOADER = "the original contexts were not loaded (`ctxcomp view` reloads them from the run's config)"
 
 
 @dataclass
@@ -132,11 +136,12 @@ def _arm(side: RunSide, files: RunDir, example: Example | None, points: Mapping[
     return arm
 
 
-def task_blocks(sides: Sequence[RunSide], cells: Sequence[Cell]) -> tuple[list[dict], dict[str, dict], dict[str, str]]:
+def task_blocks(sides: Sequence[RunSide], cells: Sequence[Cell],
+                contexts: ContextLoader | None = None) -> tuple[list[dict], dict[str, dict], dict[str, str]]:
     """(one entry per task for the page's index, the blocks by element id, a note per task without contexts)."""
     main = sides[0]
     tasks = list(dict.fromkeys([c.task for c in main.data.cells]))
-    examples, notes = load_contexts(main.data.run_dir, tasks)
+    examples, notes = contexts(main.data.run_dir, tasks) if contexts else ({}, {t: NO_LOADER for t in tasks})
     flip_of = flips(main.data)
     full_score = {(r.task, r.id, r.reader): float(r.score) for r in main.data.predictions
                   if r.compressor_kind == "full" or (not r.compressor_kind and r.compressor == "full")}

@@ -8,16 +8,15 @@ compressor split it: the chunkers keep exact offsets, so
 ``context[start:end]`` is the unit's text.  LongLLMLingua keeps words, not
 units: its kept text is aligned word by word with the context.
 
-Nothing here runs a model: examples are reloaded from the run's config
-(files or the project's generators); open-domain tasks, whose passages come
-from a corpus-wide retrieval, are left without a context (their kept passages
-are in the prompt).
+Nothing here runs a model or reads a config: the examples come from the
+caller (``ctxcomp view`` reloads them from the run's config).
 """
 from __future__ import annotations
 
+import functools
+import json
 import re
-from collections.abc import Mapping, Sequence
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 from experiments.data.records import Example, Prediction, Trace
@@ -25,37 +24,6 @@ from experiments.data.records import Example, Prediction, Trace
 DEFAULT_CHUNKER = "longbench"
 DEFAULT_CHUNK_SIZE = 500  # the retrieval and summarize compressors' default
 _WORD = re.compile(r"\S+")
-
-
-def load_contexts(run_dir: Path, tasks: Sequence[str]) -> tuple[dict[str, dict[str, Example]], dict[str, str]]:
-    """The examples of each task of the run (by task key, then id), and a note for each task left without them."""
-    from experiments.data.store import CONFIG
-
-    notes: dict[str, str] = {}
-    out: dict[str, dict[str, Example]] = {}
-    if not (run_dir / CONFIG).is_file():
-        return {}, {t: f"no {CONFIG} in the run directory: the original contexts cannot be reloaded" for t in tasks}
-    from core.errors import UserError
-    from experiments.run.config import load_config
-    from experiments.run.examples import load_task_examples
-
-    try:
-        config = load_config(run_dir / CONFIG)
-    except (UserError, OSError, ValueError) as err:
-        return {}, {t: f"{CONFIG} could not be read ({err})" for t in tasks}
-    by_key = {t.key: t for t in config.tasks}
-    for key in tasks:
-        task = by_key.get(key)
-        if task is None:
-            notes[key] = f"task {key!r} is not in {CONFIG}"
-        elif task.open_domain is not None:
-            notes[key] = "open-domain: the passages come from a corpus-wide retrieval; the prompt shows the kept ones"
-        else:
-            try:
-                out[key] = {ex.id: ex for ex in load_task_examples(task)}
-            except (UserError, OSError, ValueError) as err:
-                notes[key] = f"the examples could not be reloaded ({err})"
-    return out, notes
 
 
 def passage_offsets(example: Example) -> list[int | None]:
@@ -152,12 +120,26 @@ def prompt_spans(context: str, prompt: str, policy: str) -> list[tuple[int, int]
     return [(s, e) for s, e in ((0, head), (len(context) - tail, len(context))) if e - s > 0]
 
 
+_CHUNKING = ("chunker", "chunk_size", "unit", "longbench_compat")  # what decides a compressor's units
+
+
+@functools.lru_cache(maxsize=512)
+def _cached_spans(example: Example, kind: str, chunking: str, trace_chunker: str) -> dict[str, tuple[int, int]]:
+    """``unit_spans`` once per example and chunking: arms that differ only in how many units they keep share it."""
+    return unit_spans(example, kind, json.loads(chunking), {"chunker": trace_chunker} if trace_chunker else {})
+
+
+@functools.lru_cache(maxsize=65536)
+def _bearing(example: Example, start: int, end: int, answers: tuple[str, ...]) -> bool:
+    from indexes.text import has_answer
+
+    return has_answer(example.context[start:end], answers)
+
+
 def arm_detail(example: Example | None, pred: Prediction | None, trace: Trace | None,
                point: Mapping[str, Any] | None, prompt: str | None = None) -> dict[str, Any]:
     """What the view shows of one arm on one example: kept spans, the ranking with scores and answer-bearing
     units, the summaries beside their chunks, LongLLMLingua's kept words, and the rest of the trace."""
-    from indexes.text import has_answer
-
     comp = (point or {}).get("compressor") or {}
     kind = (pred.compressor_kind if pred else "") or (trace.compressor_kind if trace else "") or comp.get("name", "")
     inner: dict[str, Any] = dict(trace.trace or {}) if trace else {}
@@ -166,8 +148,10 @@ def arm_detail(example: Example | None, pred: Prediction | None, trace: Trace | 
     context = example.context if example else ""
     spans: dict[str, tuple[int, int]] = {}
     if example is not None:
+        params = comp.get("params") or {}
+        chunking = json.dumps({k: params.get(k) for k in _CHUNKING}, sort_keys=True, default=str)
         try:
-            spans = unit_spans(example, kind, comp.get("params") or {}, inner)
+            spans = _cached_spans(example, kind, chunking, str(inner.get("chunker", "")))
         except Exception as err:  # noqa: BLE001 - a plugin chunker the view cannot rebuild: say so, show the rest
             out["note"] = f"the kept units could not be located ({type(err).__name__}: {err})"
     answers = list(pred.answers) if pred else []
@@ -189,7 +173,7 @@ def arm_detail(example: Example | None, pred: Prediction | None, trace: Trace | 
         kept, rows, first = set(kept_ids), [], None
         for i, (unit, score) in enumerate(ranking):
             span = spans.get(str(unit))
-            bearing = bool(span and answers and has_answer(context[span[0]:span[1]], answers))
+            bearing = bool(span and answers and _bearing(example, *span, tuple(answers)))
             if bearing and first is None:
                 first = i + 1
             rows.append([str(unit), score, str(unit) in kept, bearing if span else None])

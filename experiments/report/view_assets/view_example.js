@@ -39,7 +39,7 @@ CTX.example = function (params) {
   } else {
     const arm = chosen >= 0 ? arms[chosen] : null;
     if (arm && arm.summaries && arm.summaries.some((s) => s[1] !== null)) ctxCol.appendChild(summaryGrid(context, arm, ex.answers));
-    else ctxCol.appendChild(markedText(context, arm ? arm.kept : [], ex.answers, arm && arm.kept_words));
+    else ctxCol.appendChild(Object.assign(markedText(context, arm ? arm.kept : [], ex.answers, arm && arm.kept_words), { id: "context" }));
   }
 
   /* one card per arm (run B's arms after run A's) */
@@ -65,7 +65,7 @@ CTX.example = function (params) {
     spans.forEach(([s, e]) => { cuts.add(Math.max(0, s)); cuts.add(Math.min(text.length, e)); });
     gold.forEach(([s, e]) => { cuts.add(s); cuts.add(e); });
     const points = [...cuts].sort((x, y) => x - y);
-    const box = el("div", { class: "ctx" + (spans.length ? " dim" : ""), id: "context" });
+    const box = el("div", { class: "ctx" + (spans.length ? " dim" : "") });
     let open = null, openKey = null;
     for (let k = 0; k + 1 < points.length; k++) {
       const s = points[k], e = points[k + 1];
@@ -88,7 +88,7 @@ CTX.example = function (params) {
     const sorted = arm.summaries.filter((s) => s[1] !== null).sort((x, y) => x[1] - y[1]);
     for (const [unit, s, e, summary, tokens] of sorted) {
       rows.appendChild(el("div", { class: "sum-row" },
-        markedText(text.slice(s, e), [[s, e, unit]], answers, false, s),
+        markedText(text.slice(s, e), [], answers, false, s),
         el("div", { class: "summary" }, el("div", { class: "hint", text: `summary of ${unit}` + (tokens ? ` (${tokens} tokens)` : "") }),
           el("div", { class: "summary-text", text: summary }))));
     }

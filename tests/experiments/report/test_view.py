@@ -9,6 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from experiments.cli.app import app
+from experiments.cli.view import load_contexts
 from experiments.report.view import build_view, embed_json, render_html, write_view
 from experiments.report.view_examples import encode_prompt
 from experiments.report.view_spans import lingua_spans
@@ -39,7 +40,7 @@ def test_embedded_json_cannot_close_its_script_element_and_reads_back_the_same()
 
 
 def test_the_page_is_self_contained_and_its_script_is_the_only_one_allowed(run):
-    page = write_view(run).read_text(encoding="utf-8")
+    page = write_view(run, contexts=load_contexts).read_text(encoding="utf-8")
     assert not re.search(r"(src|href)=\"(https?:)?//", page)  # no CDN, no network
     csp = re.search(r'Content-Security-Policy" content="([^"]+)"', page).group(1)
     assert "default-src 'none'" in csp
@@ -54,7 +55,7 @@ def test_overview_is_the_reports_numbers_and_examples_are_loaded_per_task(run):
     from experiments.report.cells import load_run
     from experiments.report.tables import score_table
 
-    meta, blocks = build_view(run)
+    meta, blocks = build_view(run, contexts=load_contexts)
     data = load_run(run)
     scores = next(t for t in meta["tables"] if t["name"] == "scores")
     assert (scores["header"], scores["body"]) == tuple(map(list, score_table(data.cells, data.items())))
@@ -73,7 +74,7 @@ def test_overview_is_the_reports_numbers_and_examples_are_loaded_per_task(run):
 
 
 def test_kept_spans_are_the_trace_kept_chunks_and_prompts_rebuild(run):
-    meta, blocks = build_view(run)
+    meta, blocks = build_view(run, contexts=load_contexts)
     exs = examples()
     traces = {(t["id"], t["config_hash"]): t for t in lines(run, "traces.jsonl")}
     preds = {(p["id"], p["config_hash"]): p for p in lines(run, "predictions.jsonl")}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from experiments.cli.view import load_contexts
 from experiments.report.view import write_view
 from testkit.browser import BrowserUnavailable, headless_chromium
 from tests.support.view_run import PAYLOAD, examples, kept_texts, lines, make_run
@@ -47,7 +48,7 @@ def _view(driver, name: str):
 
 def test_overview_cell_flip_example_in_a_browser(tmp_path, browser):
     run = make_run(tmp_path / "run")
-    page = write_view(run)
+    page = write_view(run, contexts=load_contexts)
     browser.get(page.resolve().as_uri())
     _view(browser, "overview")
     meta = browser.execute_script("return JSON.parse(document.getElementById('meta').textContent)")
