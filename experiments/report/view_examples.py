@@ -189,14 +189,14 @@ def task_blocks(sides: Sequence[RunSide], cells: Sequence[Cell],
 
 
 def failures_by_reason(side: RunSide) -> list[dict[str, Any]]:
-    """Unresolved failures grouped by stage and reason (the example id taken out of the reason), most first."""
+    """Unresolved failures grouped by stage and kind of reason (what precedes its first colon, as the run's
+    ``stats.json`` counts them), most first, each with one full reason as an example."""
     groups: dict[tuple[str, str], list[Failure]] = defaultdict(list)
     for f in side.unresolved_failures():
-        reason = f.reason.replace(repr(f.id), "<example>").replace(f.id, "<example>") if f.id else f.reason
-        groups[(f.stage, reason)].append(f)
-    out = [{"stage": stage, "reason": reason, "count": len(fs),
+        groups[(f.stage, f.reason.split(":", 1)[0][:80])].append(f)
+    out = [{"stage": stage, "reason": kind, "count": len(fs), "example": fs[0].reason,
             "cells": sorted({c for c in (side.cell_index.get((f.task, f.config_hash)) for f in fs) if c is not None})}
-           for (stage, reason), fs in groups.items()]
+           for (stage, kind), fs in groups.items()]
     return sorted(out, key=lambda g: -g["count"])
 
 

@@ -59,7 +59,13 @@ const CTX = (() => {
     out.push(el("p", { class: "lede" }, `Run ${meta.run} (${meta.path}): ${meta.n_predictions} predictions in `,
       `${meta.cells.filter((c) => !c.run).length} cells` + (meta.against ? `; against ${meta.against} (B)` : "") +
       `. Generated ${meta.generated}. Click a score to see its examples.`));
-    for (const t of meta.tables) {
+    const flipsAndFailures = () => [section("Flips against the full-context arm",
+      el("p", { class: "hint", text: `An item score ≥ ${meta.right} counts as right. lost: full right, the arm wrong; gained: the reverse.` }),
+      flipTable()), section("Failures by reason", meta.failures.length ? table(["stage", "reason", "count", "for example", "cells"],
+      meta.failures.map((f) => [f.stage, f.reason, String(f.count), f.example, el("td", {}, f.cells.map((c) => el("a", {
+        href: "#/browse?cell=" + c + "&status=failed", class: "chip" }, cellName(meta.cells[c]))))])) :
+      el("p", { text: "No example failed." }))];
+    meta.tables.forEach((t, k) => {
       const rows = t.body.map((row, i) => el("tr", {}, row.map((v, j) => {
         const ci = t.cells ? t.cells[i][j] : null;
         if (ci === null || ci === undefined) return el("td", { text: v });
@@ -68,14 +74,9 @@ const CTX = (() => {
       })));
       out.push(section(t.title, table(t.header, rows, { cls: "grid " + t.name }),
         t.notes.length ? el("ul", { class: "notes" }, t.notes.map((n) => el("li", { text: n }))) : null));
-    }
-    out.push(section("Flips against the full-context arm",
-      el("p", { class: "hint", text: `An item score ≥ ${meta.right} counts as right. lost: full right, the arm wrong; gained: the reverse.` }),
-      flipTable()));
-    out.push(section("Failures by reason", meta.failures.length ? table(["stage", "reason", "count", "cells"],
-      meta.failures.map((f) => [f.stage, f.reason, String(f.count), el("td", {}, f.cells.map((c) => el("a", {
-        href: "#/browse?cell=" + c + "&status=failed", class: "chip" }, cellName(meta.cells[c]))))])) :
-      el("p", { text: "No example failed." })));
+      if (k === 0) out.push(...flipsAndFailures());  // right under the scores
+    });
+    if (!meta.tables.length) out.push(...flipsAndFailures());
     out.push(section("Plots", meta.plots.length ? el("div", { class: "plots" }, meta.plots.map((p) => el("figure", {},
       el("img", { src: "data:image/svg+xml;base64," + p.svg, alt: p.name }), el("figcaption", { text: p.name })))) :
       el("p", { text: "No plot for this run." })));
