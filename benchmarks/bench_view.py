@@ -1,7 +1,8 @@
 """How large ``view.html`` gets and how fast it opens and filters in a real browser (not a test).
 
 Builds (once) a run of 20,000 predictions over documents of 10,000 words: 1,000 synthetic multi-document
-questions (20 documents of 500 words each) x 20 arms (full context, BM25 retrieval at 3 chunk sizes x 5
+questions (72 documents each, about 10,400 words and 66,000 characters in all; the generator writes about
+145 words per document) x 20 arms (full context, BM25 retrieval at 3 chunk sizes x 5
 top-n, truncation to 4 lengths), read by the model-free extractive reader.  Then writes the view and opens
 it in headless Chromium (Debian's ``chromium`` + ``chromium-driver``, driven by Selenium), timing:
 
@@ -28,7 +29,7 @@ from testkit.browser import BrowserUnavailable, headless_chromium  # noqa: E402
 def config(n: int) -> dict:
     return {
         "name": "view-scale",
-        "tasks": [{"name": "nq_multidoc", "synthetic": {"kind": "multidoc_qa", "n": n, "num_docs": 20,
+        "tasks": [{"name": "nq_multidoc", "synthetic": {"kind": "multidoc_qa", "n": n, "num_docs": 72,
                                                          "words_per_doc": 500}}],
         "compressors": [
             "full",

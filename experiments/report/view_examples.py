@@ -9,6 +9,7 @@ are parsed by the page only when opened, so a large run stays fast.
 """
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -107,6 +108,28 @@ def encode_prompt(prompt: str, context: str, spans: Sequence[tuple[int, int]]) -
     return out
 
 
+def share_rankings(arms: Sequence[dict[str, Any]], example_id: str) -> list[list[list[Any]]]:
+    """Each distinct ranking of the example once (arms that differ only in how many units they keep rank alike):
+    rows ``[unit, score, answer-bearing]`` with a unit id ``"<example id>#7"`` written ``"#7"`` and flags as
+    1/0; each arm's ``ranking`` becomes the index of its ranking, and which units it kept stays in ``kept_ids``."""
+    shared: dict[str, int] = {}
+    out: list[list[list[Any]]] = []
+    prefix = f"{example_id}#"
+    for arm in arms:
+        ranking = arm.pop("ranking", None)
+        if ranking is None:
+            continue
+        rows = [[u[len(prefix) - 1:] if u.startswith(prefix) else u,
+                 round(score, 4) if isinstance(score, float) else score, None if bearing is None else int(bearing)]
+                for u, score, _, bearing in ranking]
+        key = json.dumps(rows)
+        if key not in shared:
+            shared[key] = len(out)
+            out.append(rows)
+        arm["ranking"] = shared[key]
+    return out
+
+
 def _judgements(items: Sequence[Judgement]) -> list[dict[str, Any]]:
     return [{"protocol": j.protocol, "judge": j.judge, "against": j.against, "status": j.status, "value": j.value,
              "reason": j.reason} for j in items]
@@ -181,7 +204,8 @@ def task_blocks(sides: Sequence[RunSide], cells: Sequence[Cell],
             arms.sort(key=lambda a: (a["run"], cells[a["c"]].order if a["c"] is not None else (10**6, 0)))
             blocks[f"ex-{t}-{j}"] = {"context": example.context if example else None,
                                      "note": notes.get(task, "" if example else "example not found in the task's data"),
-                                     "source": example.source if example else "", "arms": arms}
+                                     "source": example.source if example else "", "arms": arms,
+                                     "rankings": share_rankings(arms, ex_id)}
         blocks[f"task-{t}"] = {"examples": ex_list, "rows": rows}
         index.append({"name": task, "block": f"task-{t}", "n_rows": len(rows), "n_examples": len(ids),
                       "note": notes.get(task, "")})

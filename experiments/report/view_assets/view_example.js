@@ -7,7 +7,7 @@ CTX.example = function (params) {
   const j = Number(params.get("ex"));
   const ex = data && data.examples[j];
   if (!ex) return [el("p", { class: "error", text: "No such example." })];
-  const detail = block(ex.block) || { context: null, arms: [], note: "" };
+  const detail = block(ex.block) || { context: null, arms: [], note: "", rankings: [] };
   const context = detail.context;
   const arms = detail.arms;
   const withSpans = arms.map((a, i) => [a, i]).filter(([a]) => a.kept && a.kept.length && a.kind !== "full");
@@ -122,12 +122,14 @@ CTX.example = function (params) {
     if (a.note) card.appendChild(el("p", { class: "hint", text: a.note }));
     if (a.kept_ids && a.kept_ids.length) card.appendChild(el("p", { class: "kept-ids" }, "kept: ", a.kept_ids.join(", ")));
     else if (a.kept_words) card.appendChild(el("p", { class: "hint", text: `${a.kept.length} kept word run(s), aligned with the context` }));
-    if (a.ranking) {
-      card.appendChild(el("details", { open: a.ranking.length <= 12 }, el("summary", {},
-        `ranking (${a.ranking.length} units; first answer-bearing at rank ${a.first_answer_rank === null ? "—" : a.first_answer_rank})`),
-        table(["#", "unit", "score", "kept", "answer"], a.ranking.map(([u, s, k, b], r) =>
-          el("tr", { class: k ? "kept-row" : "" }, el("td", { text: String(r + 1) }), el("td", { text: u }),
-            el("td", { text: s === null ? "—" : fmt(s, 4) }), el("td", { text: k ? "✓" : "" }),
+    if (a.ranking !== undefined && detail.rankings[a.ranking]) {
+      const ranking = detail.rankings[a.ranking], kept = new Set(a.kept_ids || []);
+      const full = (u) => (u.startsWith("#") ? ex.id + u : u);
+      card.appendChild(el("details", { open: ranking.length <= 12 }, el("summary", {},
+        `ranking (${ranking.length} units; first answer-bearing at rank ${a.first_answer_rank === null ? "—" : a.first_answer_rank})`),
+        table(["#", "unit", "score", "kept", "answer"], ranking.map(([u, s, b], r) =>
+          el("tr", { class: kept.has(full(u)) ? "kept-row" : "" }, el("td", { text: String(r + 1) }), el("td", { text: full(u) }),
+            el("td", { text: s === null ? "—" : fmt(s, 4) }), el("td", { text: kept.has(full(u)) ? "✓" : "" }),
             el("td", { text: b === null ? "?" : b ? "✓" : "" }))), { cls: "grid ranking" })));
     }
     if (a.trace && Object.keys(a.trace).length) card.appendChild(el("details", {}, el("summary", { text: "trace" }),

@@ -89,7 +89,11 @@ def test_kept_spans_are_the_trace_kept_chunks_and_prompts_rebuild(run):
             if arm["kind"] == "retrieval":
                 spans = [block["context"][s:e].strip() for s, e, _ in arm["kept"]]
                 assert spans == kept_texts(exs[ex["id"]], trace["kept_chunks"]) and spans
-                assert [u for u, *_ in arm["ranking"]] == [u for u, _ in trace["trace"]["ranking"]]
+                ranking = block["rankings"][arm["ranking"]]
+                assert [ex["id"] + u if u.startswith("#") else u for u, *_ in ranking] == \
+                    [u for u, _ in trace["trace"]["ranking"]]
+                assert [s for _, s, _ in ranking] == [round(s, 4) for _, s in trace["trace"]["ranking"]]
+                assert arm["first_answer_rank"] == 1 + [b for *_, b in ranking].index(1)
                 checked += 1
             pieces = arm["prompt"]
             prompt = "".join(p if isinstance(p, str) else block["context"][p[0]:p[1]] for p in pieces)

@@ -89,6 +89,8 @@ def test_overview_cell_flip_example_in_a_browser(tmp_path, browser):
     example = examples()[ex_id]
     kept = [t.strip() for t in _grouped(browser, "#context mark.kept", "data-span")]
     assert kept == kept_texts(example, trace["kept_chunks"]) and kept
+    ranked_kept = [t for _, t in browser.execute_script(TEXTS, "article.arm.chosen tr.kept-row td:nth-child(2)", "class")]
+    assert ranked_kept == [u for u, _ in trace["trace"]["ranking"] if u in trace["kept_chunks"]]
     gold = _grouped(browser, "#context mark.gold", "data-occ")
     answers = [a.lower() for a in example.answers]
     assert gold and all(g.lower() in answers for g in gold)
