@@ -29,17 +29,29 @@ CTX.example = function (params) {
     detail.source ? el("p", { class: "hint", text: "source: " + detail.source }) : null);
 
   /* the context, with the chosen arm's kept spans and the gold answers marked */
+  const pick = (i) => go("example", { task: info.name, ex: j, arm: i });
   const picker = el("div", { class: "picker" }, el("strong", { text: "Highlight kept text of: " }),
-    withSpans.length ? withSpans.map(([a, i]) => el("label", {}, el("input", { type: "radio", name: "hl", value: i,
-      checked: i === chosen, onchange: () => go("example", { task: info.name, ex: j, arm: i }) }), " " + armName(a) + " ")) :
-      el("span", { text: "no arm kept part of the context" }));
-  const ctxCol = el("div", { class: "context-col" }, el("h3", { text: "Original context" }), picker);
+    !withSpans.length ? el("span", { text: "no arm kept part of the context" }) :
+    withSpans.length > 4 ? el("select", { name: "hl", onchange: (e) => pick(e.target.value) }, withSpans.map(([a, i]) =>
+      el("option", { value: i, selected: i === chosen }, armName(a)))) :
+    withSpans.map(([a, i]) => el("label", {}, el("input", { type: "radio", name: "hl", value: i,
+      checked: i === chosen, onchange: () => pick(i) }), " " + armName(a) + " ")));
+  const legend = el("p", { class: "hint" }, el("mark", { class: "kept", text: "kept" }), " by the arm picked above (the rest greyed), ",
+    el("mark", { class: "gold", text: "gold answer" }), " wherever an answer string occurs");
+  const ctxCol = el("div", { class: "context-col" }, el("h3", { text: "Original context" }), picker, legend);
   if (context === null || context === undefined) {
     ctxCol.appendChild(el("p", { class: "hint", text: "No context: " + (detail.note || "not available") }));
   } else {
     const arm = chosen >= 0 ? arms[chosen] : null;
     if (arm && arm.summaries && arm.summaries.some((s) => s[1] !== null)) ctxCol.appendChild(summaryGrid(context, arm, ex.answers));
-    else ctxCol.appendChild(Object.assign(markedText(context, arm ? arm.kept : [], ex.answers, arm && arm.kept_words), { id: "context" }));
+    else {
+      const box = Object.assign(markedText(context, arm ? arm.kept : [], ex.answers, arm && arm.kept_words), { id: "context" });
+      ctxCol.appendChild(box);
+      requestAnimationFrame(() => {  // bring the first kept span (or gold mark) into the box's view
+        const first = box.querySelector("mark.kept") || box.querySelector("mark.gold");
+        if (first) box.scrollTop = Math.max(0, first.offsetTop - 40);
+      });
+    }
   }
 
   /* one card per arm (run B's arms after run A's) */

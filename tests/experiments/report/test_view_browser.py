@@ -79,7 +79,7 @@ def test_overview_cell_flip_example_in_a_browser(tmp_path, browser):
     ex_id = rows[0].get_attribute("data-example")
     rows[0].click()
     _view(browser, "example")
-    labels = [lab for lab in _css(browser, ".picker label") if "retrieval" in lab.text]
+    labels = [lab for lab in _css(browser, ".picker label") if "retrieval" in lab.text]  # few arms: radio buttons
     assert len(labels) == 1
     if not labels[0].find_element("css selector", "input").is_selected():
         labels[0].find_element("css selector", "input").click()
