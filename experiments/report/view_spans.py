@@ -13,7 +13,6 @@ caller (``ctxcomp view`` reloads them from the run's config).
 """
 from __future__ import annotations
 
-import functools
 import json
 import re
 from collections.abc import Mapping
@@ -123,17 +122,32 @@ def prompt_spans(context: str, prompt: str, policy: str) -> list[tuple[int, int]
 _CHUNKING = ("chunker", "chunk_size", "unit", "longbench_compat")  # what decides a compressor's units
 
 
-@functools.lru_cache(maxsize=512)
+_MEMO: dict[tuple[Any, ...], tuple[Example, Any]] = {}
+
+
+def _memo(example: Example, key: tuple[Any, ...], compute: Any) -> Any:
+    """``compute()`` once per example (by identity: hashing an example hashes all its passages) and ``key``."""
+    full = (id(example), *key)
+    hit = _MEMO.get(full)
+    if hit is not None and hit[0] is example:
+        return hit[1]
+    if len(_MEMO) > 100_000:
+        _MEMO.clear()
+    value = compute()
+    _MEMO[full] = (example, value)
+    return value
+
+
 def _cached_spans(example: Example, kind: str, chunking: str, trace_chunker: str) -> dict[str, tuple[int, int]]:
     """``unit_spans`` once per example and chunking: arms that differ only in how many units they keep share it."""
-    return unit_spans(example, kind, json.loads(chunking), {"chunker": trace_chunker} if trace_chunker else {})
+    return _memo(example, ("spans", kind, chunking, trace_chunker), lambda: unit_spans(
+        example, kind, json.loads(chunking), {"chunker": trace_chunker} if trace_chunker else {}))
 
 
-@functools.lru_cache(maxsize=65536)
 def _bearing(example: Example, start: int, end: int, answers: tuple[str, ...]) -> bool:
     from indexes.text import has_answer
 
-    return has_answer(example.context[start:end], answers)
+    return _memo(example, ("bearing", start, end, answers), lambda: has_answer(example.context[start:end], answers))
 
 
 def arm_detail(example: Example | None, pred: Prediction | None, trace: Trace | None,
