@@ -16,6 +16,7 @@ from experiments.cli.quickstart import quickstart
 from experiments.cli.retrieve import retrieve
 from experiments.cli.run import compare, report, run, show
 from experiments.cli.score import score
+from experiments.cli.view import view
 
 app = typer.Typer(
     name="ctxcomp",
@@ -48,6 +49,7 @@ app.command("run")(run)
 app.command("report")(report)
 app.command("compare")(compare)
 app.command("show")(show)
+app.command("view")(view)
 app.command("score")(score)
 app.command("chunk")(chunk)
 app.command("retrieve")(retrieve)

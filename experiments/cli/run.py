@@ -147,14 +147,20 @@ def print_scores(run_dir: Path, *, plain: bool = True) -> None:
 def report(
     run_dir: Path = typer.Argument(..., help="A run directory written by `ctxcomp run`."),
     plots: bool = typer.Option(True, "--plots/--no-plots"),
+    view: bool = typer.Option(True, "--view/--no-view", help="Also write view.html (see `ctxcomp view`)."),
 ) -> None:
-    """(Re)write scores, report.md, tables and plots for a run directory."""
+    """(Re)write scores, report.md, tables, plots and view.html for a run directory."""
     from experiments.report.write import write_report
 
     md, paths = write_report(run_dir, plots=plots)
     typer.echo(md)
     for p in paths:
         typer.echo(f"wrote {p}")
+    if view:
+        from experiments.cli.view import load_contexts
+        from experiments.report.view import write_view
+
+        typer.echo(f"wrote {write_view(run_dir, plot_paths=paths, contexts=load_contexts)}")
 
 
 @user_errors

@@ -62,6 +62,25 @@ def write_report(run_dir: str | Path, *, plots: bool = True) -> tuple[str, list[
     data = load_run(run_dir)
     run_dir, cells = data.run_dir, data.cells
     write_scores(run_dir, cells)
+    tables, contrast_notes, curve = report_tables(data)
+    (run_dir / "tables").mkdir(exist_ok=True)
+    for name, (header, body) in tables.items():
+        if body:
+            write_atomic(run_dir / "tables" / f"{name}.csv", csv_text(header, body))
+    from experiments.report.curve import write_curve
+
+    curve_paths = write_curve(curve, run_dir, plots=plots) if curve else []
+    plot_paths = _write_plots(run_dir, cells) if plots else []
+    plot_paths += [p for p in curve_paths if p.suffix in (".png", ".svg")]
+    md = render_markdown(data, tables, plot_paths, curve, contrast_notes)
+    write_atomic(run_dir / "report.md", md)
+    return md, plot_paths
+
+
+def report_tables(data: RunData) -> tuple[dict[str, Table], list[str], list]:
+    """The tables of report.md (by name, in order), the notes on contrasts not computed, and the curve rows:
+    one computation shared by the report and the view."""
+    cells = data.cells
     contrasts, contrast_notes = contrast_table(cells, data.items(), data.manifest.get("contrasts") or [])
     tables = {
         "scores": score_table(cells, data.items()),
@@ -71,23 +90,12 @@ def write_report(run_dir: str | Path, *, plots: bool = True) -> tuple[str, list[
         "positions": breakdown_table(cells, "by_position"),
         "position_contrasts": position_contrasts(cells, data.items()),
     }
-    (run_dir / "tables").mkdir(exist_ok=True)
-    for name, (header, body) in tables.items():
-        if body:
-            write_atomic(run_dir / "tables" / f"{name}.csv", csv_text(header, body))
-    from experiments.report.curve import curve_contrasts, curve_rows, write_curve
+    from experiments.report.curve import curve_contrasts, curve_rows
 
     curve = curve_rows(data)
     if curve:
         tables["curve_contrasts"] = curve_contrasts(data)
-        if tables["curve_contrasts"][1]:
-            write_atomic(run_dir / "tables" / "curve_contrasts.csv", csv_text(*tables["curve_contrasts"]))
-    curve_paths = write_curve(curve, run_dir, plots=plots) if curve else []
-    plot_paths = _write_plots(run_dir, cells) if plots else []
-    plot_paths += [p for p in curve_paths if p.suffix in (".png", ".svg")]
-    md = render_markdown(data, tables, plot_paths, curve, contrast_notes)
-    write_atomic(run_dir / "report.md", md)
-    return md, plot_paths
+    return tables, contrast_notes, curve
 
 
 TITLES = {

@@ -1,0 +1,230 @@
+"""The example data of ``ctxcomp view``: one block per task (the browser's rows) and one per example (all arms).
+
+A task block holds what the example browser filters on: one row per
+prediction or failure with its cell, score, prediction and whether it flipped
+against the full-context arm.  An example block holds what one example shows:
+the original context (once), and for every arm its kept spans, ranking,
+summaries, prompt, prediction, score, judgements, tokens and latency.  Blocks
+are parsed by the page only when opened, so a large run stays fast.
+"""
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from experiments.data.records import Example, Failure, Judgement, Prediction, RecordKey, Trace
+from experiments.data.store import RunDir
+from experiments.report.cells import Cell, RunData, load_traces
+from experiments.report.view_spans import arm_detail
+
+# An item score at or above this is "right": flips compare right/wrong between the full arm and another arm.
+RIGHT = 0.5
+MIN_SPAN_REF = 40  # shorter kept spans are written into a prompt as text, not as a reference to the context
+
+# (run directory, task keys) -> (examples by task key and id, a note for each task left without them)
+ContextLoader = Callable[[Path, Sequence[str]], tuple[dict[str, dict[str, Example]], dict[str, str]]]
+NO_LOADER = "the original contexts were not loaded (`ctxcomp view` reloads them from the run's config)"
+
+
+@dataclass
+class RunSide:
+    """One run as the view reads it: its records, its traces, its judgements and its cells' indices in the page."""
+
+    data: RunData
+    label: str  # "" for the run viewed, "B" for --against
+    cell_index: dict[tuple[str, str], int] = field(default_factory=dict)
+    traces: dict[RecordKey, Trace] = field(default_factory=dict)
+    judgements: dict[RecordKey, list[Judgement]] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, data: RunData, label: str, first_cell: int) -> "RunSide":
+        side = cls(data, label)
+        side.cell_index = {(c.task, c.config_hash): first_cell + i for i, c in enumerate(data.cells)}
+        side.traces = load_traces(data.run_dir)
+        latest = {j.key: j for j in RunDir(data.run_dir).judgements.read()}
+        for j in latest.values():
+            side.judgements.setdefault((j.task, j.id, j.config_hash), []).append(j)
+        return side
+
+    def unresolved_failures(self) -> list[Failure]:
+        recorded = {r.key for r in self.data.predictions}
+        latest = {f.key: f for f in self.data.failures if f.key not in recorded}
+        return list(latest.values())
+
+
+def flips(data: RunData) -> dict[RecordKey, str]:
+    """``"lost"`` where the full-context arm (same task and reader) is right and the arm wrong, ``"gained"``
+    for the reverse, keyed by the arm's prediction."""
+    full = {(c.task, c.reader): c.config_hash for c in data.cells if c.is_full}
+    score = {r.key: float(r.score) for r in data.predictions}
+    out: dict[RecordKey, str] = {}
+    for r in data.predictions:
+        base = full.get((r.task, r.reader))
+        if base is None or base == r.config_hash or (r.task, r.id, base) not in score:
+            continue
+        right_full, right_arm = score[(r.task, r.id, base)] >= RIGHT, float(r.score) >= RIGHT
+        if right_full != right_arm:
+            out[r.key] = "lost" if right_full else "gained"
+    return out
+
+
+def flip_counts(data: RunData) -> dict[tuple[str, str], dict[str, int]]:
+    counts: dict[tuple[str, str], dict[str, int]] = defaultdict(lambda: {"lost": 0, "gained": 0})
+    for (task, _, config_hash), kind in flips(data).items():
+        counts[(task, config_hash)][kind] += 1
+    return counts
+
+
+def encode_prompt(prompt: str, context: str, spans: Sequence[tuple[int, int]]) -> list[Any]:
+    """The prompt as text pieces and ``[start, end]`` references into the context (the whole context, or kept
+    spans), so a run's prompts do not repeat its contexts; the page joins the pieces back."""
+    if not context:
+        return [prompt]
+    taken: list[tuple[int, int, int, int]] = []  # (prompt start, prompt end, context start, context end)
+    candidates = [(0, len(context))] + sorted({(s, e) for s, e in spans if e - s >= MIN_SPAN_REF}, key=lambda x: x[0] - x[1])
+    for s, e in candidates:
+        text = context[s:e].strip()
+        if len(text) < MIN_SPAN_REF:
+            continue
+        s += len(context[s:e]) - len(context[s:e].lstrip())
+        at = prompt.find(text)
+        while at >= 0 and any(at < pe and at + len(text) > ps for ps, pe, _, _ in taken):
+            at = prompt.find(text, at + 1)
+        if at >= 0:
+            taken.append((at, at + len(text), s, s + len(text)))
+    out: list[Any] = []
+    pos = 0
+    for ps, pe, cs, ce in sorted(taken):
+        if ps > pos:
+            out.append(prompt[pos:ps])
+        out.append([cs, ce])
+        pos = pe
+    if pos < len(prompt):
+        out.append(prompt[pos:])
+    return out
+
+
+def share_rankings(arms: Sequence[dict[str, Any]], example_id: str) -> list[list[list[Any]]]:
+    """Each distinct ranking of the example once (arms that differ only in how many units they keep rank alike):
+    rows ``[unit, score, answer-bearing]`` with a unit id ``"<example id>#7"`` written ``"#7"`` and flags as
+    1/0; each arm's ``ranking`` becomes the index of its ranking, and which units it kept stays in ``kept_ids``."""
+    shared: dict[str, int] = {}
+    out: list[list[list[Any]]] = []
+    prefix = f"{example_id}#"
+    for arm in arms:
+        ranking = arm.pop("ranking", None)
+        if ranking is None:
+            continue
+        rows = [[u[len(prefix) - 1:] if u.startswith(prefix) else u,
+                 round(score, 4) if isinstance(score, float) else score, None if bearing is None else int(bearing)]
+                for u, score, _, bearing in ranking]
+        key = json.dumps(rows)
+        if key not in shared:
+            shared[key] = len(out)
+            out.append(rows)
+        arm["ranking"] = shared[key]
+    return out
+
+
+def _judgements(items: Sequence[Judgement]) -> list[dict[str, Any]]:
+    return [{"protocol": j.protocol, "judge": j.judge, "against": j.against, "status": j.status, "value": j.value,
+             "reason": j.reason} for j in items]
+
+
+def _arm(side: RunSide, files: RunDir, example: Example | None, points: Mapping[str, Any],
+         pred: Prediction | None, fail: Failure | None) -> dict[str, Any]:
+    rec = pred or fail
+    assert rec is not None
+    trace = side.traces.get(rec.key)
+    prompt_file = files.prompt_path(pred.prompt_hash) if pred is not None and pred.prompt_hash else None
+    prompt = prompt_file.read_text(encoding="utf-8") if prompt_file is not None and prompt_file.is_file() else None
+    detail = arm_detail(example, pred, trace, points.get(rec.config_hash), prompt)
+    arm: dict[str, Any] = {"c": side.cell_index.get((rec.task, rec.config_hash)), "run": side.label, **detail}
+    if fail is not None:
+        arm["failure"] = f"{fail.stage}: {fail.reason}"
+        return arm
+    assert pred is not None
+    if prompt is not None:
+        context = example.context if example else ""
+        arm["prompt"] = encode_prompt(prompt, context, [(s, e) for s, e, *_ in detail.get("kept", [])])
+    arm.update(prediction=pred.prediction, score=pred.score, metric=pred.metric, prompt_hash=pred.prompt_hash,
+               tokens_in=pred.tokens_in, tokens_out=pred.tokens_out, reader_tokens_in=pred.reader_tokens_in,
+               reader_tokens_out=pred.reader_tokens_out, latency_s=pred.latency_s, compress_s=pred.compress_s,
+               cost_usd=pred.cost_usd, truncated=pred.truncated, answer_in_context=pred.answer_in_context,
+               cached=pred.cached, judgements=_judgements(side.judgements.get(pred.key, [])))
+    return arm
+
+
+def task_blocks(sides: Sequence[RunSide], cells: Sequence[Cell],
+                contexts: ContextLoader | None = None) -> tuple[list[dict], dict[str, dict], dict[str, str]]:
+    """(one entry per task for the page's index, the blocks by element id, a note per task without contexts)."""
+    main = sides[0]
+    tasks = list(dict.fromkeys([c.task for c in main.data.cells]))
+    examples, notes = contexts(main.data.run_dir, tasks) if contexts else ({}, {t: NO_LOADER for t in tasks})
+    flip_of = flips(main.data)
+    full_score = {(r.task, r.id, r.reader): float(r.score) for r in main.data.predictions
+                  if r.compressor_kind == "full" or (not r.compressor_kind and r.compressor == "full")}
+    per_side = []
+    for side in sides:
+        preds: dict[tuple[str, str], list[Prediction]] = defaultdict(list)
+        for r in side.data.predictions:
+            preds[(r.task, r.id)].append(r)
+        fails: dict[tuple[str, str], list[Failure]] = defaultdict(list)
+        for f in side.unresolved_failures():
+            fails[(f.task, f.id)].append(f)
+        points = {p["config_hash"]: p for p in side.data.manifest.get("points", [])}
+        per_side.append((side, RunDir(side.data.run_dir), preds, fails, points))
+    index, blocks = [], {}
+    for t, task in enumerate(tasks):
+        ids = list(dict.fromkeys([r.id for r in main.data.predictions if r.task == task]
+                                 + [f.id for f in main.unresolved_failures() if f.task == task]))
+        rows, ex_list = [], []
+        for j, ex_id in enumerate(ids):
+            example = examples.get(task, {}).get(ex_id)
+            a_preds, a_fails = per_side[0][2].get((task, ex_id), []), per_side[0][3].get((task, ex_id), [])
+            head = a_preds[0] if a_preds else None
+            ex_list.append({"id": ex_id, "q": head.query if head else (example.query if example else ""),
+                            "answers": list(head.answers) if head else list(example.answers if example else ()),
+                            "block": f"ex-{t}-{j}"})
+            for r in a_preds:
+                base = full_score.get((task, ex_id, r.reader))
+                rows.append({"e": j, "c": main.cell_index[(task, r.config_hash)], "s": r.score, "p": r.prediction,
+                             "v": flip_of.get(r.key, ""), "d": None if base is None else round(r.score - base, 4)})
+            for f in a_fails:
+                rows.append({"e": j, "c": main.cell_index.get((task, f.config_hash)), "s": None,
+                             "f": f"{f.stage}: {f.reason}"})
+            arms = []
+            for side, files, preds, fails, points in per_side:
+                arms += [_arm(side, files, example, points, r, None) for r in preds.get((task, ex_id), [])]
+                arms += [_arm(side, files, example, points, None, f) for f in fails.get((task, ex_id), [])]
+            arms.sort(key=lambda a: (a["run"], cells[a["c"]].order if a["c"] is not None else (10**6, 0)))
+            blocks[f"ex-{t}-{j}"] = {"context": example.context if example else None,
+                                     "note": notes.get(task, "" if example else "example not found in the task's data"),
+                                     "source": example.source if example else "", "arms": arms,
+                                     "rankings": share_rankings(arms, ex_id)}
+        blocks[f"task-{t}"] = {"examples": ex_list, "rows": rows}
+        index.append({"name": task, "block": f"task-{t}", "n_rows": len(rows), "n_examples": len(ids),
+                      "note": notes.get(task, "")})
+    return index, blocks, notes
+
+
+def failures_by_reason(side: RunSide) -> list[dict[str, Any]]:
+    """Unresolved failures grouped by stage and kind of reason (what precedes its first colon, as the run's
+    ``stats.json`` counts them), most first, each with one full reason as an example."""
+    groups: dict[tuple[str, str], list[Failure]] = defaultdict(list)
+    for f in side.unresolved_failures():
+        groups[(f.stage, f.reason.split(":", 1)[0][:80])].append(f)
+    out = [{"stage": stage, "reason": kind, "count": len(fs), "example": fs[0].reason,
+            "cells": sorted({c for c in (side.cell_index.get((f.task, f.config_hash)) for f in fs) if c is not None})}
+           for (stage, kind), fs in groups.items()]
+    return sorted(out, key=lambda g: -g["count"])
+
+
+def run_files(run_dir: Path) -> dict[str, str]:
+    """The run's manifest files as text: config, grid, stats and any other manifest JSON the run wrote."""
+    names = ["config.yaml", "grid.json", "stats.json", "manifest.json", "env.json"]
+    return {n: (run_dir / n).read_text(encoding="utf-8", errors="replace") for n in names if (run_dir / n).is_file()}
