@@ -7,13 +7,12 @@ from typing import Optional
 import typer
 
 from experiments.cli.build import build_kv, build_m4le, build_sweep
-from experiments.cli.chunk import chunk
 from experiments.cli.curve import curve
 from experiments.cli.data import data_app
 from experiments.cli.judge import judge
 from experiments.cli.listing import list_components
 from experiments.cli.quickstart import quickstart
-from experiments.cli.retrieve import retrieve
+from experiments.cli.retrieve import chunk, retrieve
 from experiments.cli.run import compare, report, run, show
 from experiments.cli.score import score
 from experiments.cli.view import view

@@ -28,7 +28,14 @@ from experiments.data.store import CONFIG, GRID, LOCK, RunDir
 from experiments.run.config import RunConfig, dump_config, load_config
 from experiments.run.executors import Executor, LocalExecutor
 from experiments.run.grid import expand_grid, grid_manifest
-from experiments.run.plan import PlannedPoint, check_components, check_key_files, dry_run, pending_units
+from experiments.run.plan import (
+    PlannedPoint,
+    check_components,
+    check_data_files,
+    check_key_files,
+    dry_run,
+    pending_units,
+)
 from experiments.run.worker import UnitResult, Worker
 from readers.base import Reader
 from readers.registry import make_reader
@@ -73,6 +80,7 @@ class Runner:
         check_components(config, self.grid)
         self.run_dir = Path(run_dir)
         check_key_files(config, self.run_dir)
+        check_data_files(config)
         self.files = RunDir(self.run_dir)
         self.progress = progress
         self.worker = Worker(config, self.grid, reader_factory=reader_factory, progress=progress, shards=shards)

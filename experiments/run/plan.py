@@ -29,9 +29,6 @@ def check_components(config: RunConfig, grid: list[GridPoint]) -> None:
     """Resolve every task, metric, compressor, retriever and reader the grid names and check every parameter."""
     for task in config.tasks:
         get_metric(task_spec(task).metric)
-        source = task.file  # a data name resolves here: a missing file is one line before any model loads
-        if source is not None and not Path(source).exists():
-            raise DataError(source, None, None, "file not found")
         if task.open_domain is not None:
             RETRIEVERS.check(task.open_domain.retriever.spec, where=f"task {task.key!r} open_domain")
         if task.sweep is not None and task.sweep.distractors is not None:
@@ -40,6 +37,14 @@ def check_components(config: RunConfig, grid: list[GridPoint]) -> None:
         COMPRESSORS.check(spec.spec, injected=INJECTED)
     for spec in {p.reader.model_dump_json(): p.reader for p in grid}.values():
         READERS.check(spec.spec)
+
+
+def check_data_files(config: RunConfig) -> None:
+    """Every task's file is there (a data name resolves here): one line before any model loads."""
+    for task in config.tasks:
+        source = task.file
+        if source is not None and not Path(source).exists():
+            raise DataError(source, None, None, "file not found")
 
 
 def check_key_files(sections: Any, run_dir: Path) -> None:

@@ -7,8 +7,7 @@ import json
 import typer
 from typer.testing import CliRunner
 
-from experiments.cli.chunk import chunk
-from experiments.cli.retrieve import retrieve
+from experiments.cli.retrieve import chunk, retrieve
 
 app = typer.Typer()
 app.command("chunk")(chunk)
