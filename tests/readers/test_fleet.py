@@ -266,7 +266,10 @@ def test_failing_over_to_another_server_spends_no_retry():
         served = live1.stats["ok"] + live2.stats["ok"]
     assert all(g.ok for g in gens), [g.error for g in gens if not g.ok]
     assert [g.text for g in gens] == expected_texts(12) and served == 12
-    assert sum(g.retries for g in gens) == 3  # the dead server was tried until its third failure ejected it
+    # each try of the dead server is one failed call a generation reports; three consecutive failures eject it,
+    # so it is tried at least once and at most three times (how often before the ejection depends on how the
+    # three request threads interleave on a loaded machine)
+    assert 1 <= sum(g.retries for g in gens) <= 3
 
 
 def test_an_ejected_server_is_probed_and_readmitted_once_healthy():

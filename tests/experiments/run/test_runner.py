@@ -106,9 +106,18 @@ def test_a_folder_holding_another_configs_predictions_is_refused_and_the_same_co
     assert again.predicted == 0 and again.already_done == 30 and "continuing it" in said[0]
 
 
-def test_a_folder_whose_run_failed_before_its_first_prediction_takes_the_corrected_config(tmp_path):
+def test_a_missing_data_file_is_refused_before_anything_is_written(tmp_path):
     bad = parse_config({**CONFIG, "tasks": [{"name": "nq_multidoc", "path": str(tmp_path / "missing.jsonl")}]})
     with pytest.raises(UserError, match="missing.jsonl: file not found"):
+        Runner(bad, tmp_path / "run", progress=False).run()
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_folder_whose_run_failed_before_its_first_prediction_takes_the_corrected_config(tmp_path):
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text('{"question": "q?", "answers": ["a"], "ctxs": []}\nnot json\n', encoding="utf-8")
+    bad = parse_config({**CONFIG, "tasks": [{"name": "nq_multidoc", "path": str(broken)}]})
+    with pytest.raises(UserError, match="broken.jsonl"):
         Runner(bad, tmp_path / "run", progress=False).run()
     assert (tmp_path / "run" / "config.yaml").is_file() and not (tmp_path / "run" / "predictions.jsonl").exists()
     said = []
