@@ -2,13 +2,19 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import ClassVar, Protocol, Sequence
+from typing import Any, ClassVar, Literal, Protocol, Sequence
 
 from core.checks import Nested
-from core.errors import ExampleFailure
+from core.errors import ExampleFailure, ParamError
 from indexes.types import Passage
-from readers.base import Tokenizer
+from readers.base import Generation, Tokenizer
+from readers.truncation import TruncationPolicy, truncate_text
+
+# How a compressor takes a token budget (``Compressor.budget_support``): not at all; always within it (the
+# runner treats any overshoot as a bug); or aiming at it, the overshoot recorded per example (llmlingua).
+BudgetSupport = Literal["none", "guaranteed", "best_effort"]
 
 
 class Compressible(Protocol):
@@ -31,13 +37,64 @@ class Compressible(Protocol):
 
 
 @dataclass(frozen=True)
+class ModelWork:
+    """A compressor's own model work for one example: what it cost beside the reader's reading.
+
+    ``calls`` are model calls made, ``cache_hits`` those a cache served; ``tokens_in`` / ``tokens_out`` what
+    the model read and wrote (a summarizer's prompts and summaries; the llmlingua LM's tokens read);
+    ``model_s`` the model's time with every cache-served result counted at the time it took when it was
+    made, and ``served_s`` the time this run spent fetching those results (so the runner can replace the
+    one by the other: a cache hit never reports its own near-zero time as the model's).  Embeddings:
+    ``embed_calls`` encoder calls, ``embed_texts`` texts encoded, ``embed_hits`` texts the cache served.
+    """
+
+    calls: int = 0
+    cache_hits: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    model_s: float = 0.0
+    cached_model_s: float = 0.0
+    served_s: float = 0.0
+    embed_calls: int = 0
+    embed_texts: int = 0
+    embed_hits: int = 0
+
+    def __add__(self, other: "ModelWork") -> "ModelWork":
+        return ModelWork(**{name: getattr(self, name) + getattr(other, name) for name in self.__dataclass_fields__})
+
+    def __sub__(self, other: "ModelWork") -> "ModelWork":
+        return ModelWork(**{name: getattr(self, name) - getattr(other, name) for name in self.__dataclass_fields__})
+
+    @classmethod
+    def of_generations(cls, generations: Sequence[Generation]) -> "ModelWork":
+        """The work behind a batch of generations; a cached one counts the latency recorded when it was made."""
+        cached = [g for g in generations if g.cached]
+        recorded = sum(float(g.meta.get("cached_latency_s", 0.0)) for g in cached)
+        return cls(
+            calls=len(generations) - len(cached), cache_hits=len(cached),
+            tokens_in=sum(g.tokens_in for g in generations), tokens_out=sum(g.tokens_out for g in generations),
+            model_s=sum(g.latency_s for g in generations if not g.cached) + recorded, cached_model_s=recorded,
+            served_s=sum(g.latency_s for g in cached),
+        )
+
+    @classmethod
+    def of_encoder(cls, counts: Mapping[str, float]) -> "ModelWork":
+        """The embedding work a retriever reports (``Retriever.encoder_work``, or the difference of two)."""
+        return cls(embed_calls=int(counts.get("calls", 0)), embed_texts=int(counts.get("texts", 0)),
+                   embed_hits=int(counts.get("hits", 0)),
+                   model_s=float(counts.get("encode_s", 0.0)) + float(counts.get("cached_s", 0.0)),
+                   cached_model_s=float(counts.get("cached_s", 0.0)), served_s=float(counts.get("lookup_s", 0.0)))
+
+
+@dataclass(frozen=True)
 class CompressedContext:
     """The context a reader will see, with everything needed to trace it.
 
     ``passages`` is non-empty when the compressor kept whole titled passages
     (multi-document tasks); prompts then format them as documents.
     ``trace`` holds compressor-specific intermediates (per-chunk summaries,
-    retrieved ids before cut-off, ...), JSON-serialisable.
+    retrieved ids before cut-off, ...), JSON-serialisable.  ``budget`` is the
+    token budget the compressor was given (None: none); ``work`` its own model work.
     """
 
     text: str
@@ -49,11 +106,18 @@ class CompressedContext:
     cost_usd: float = 0.0
     model_calls: int = 0
     trace: dict = field(default_factory=dict, compare=False)
+    budget: int | None = None
+    work: ModelWork = field(default_factory=ModelWork, compare=False)
 
     @property
     def ratio(self) -> float:
         """Compression ratio, tokens in / tokens out (1.0 for the full context)."""
         return self.tokens_in / self.tokens_out if self.tokens_out else float("inf")
+
+    @property
+    def over_budget(self) -> bool:
+        """Whether the kept context is longer than the budget it was given (never, for a guaranteed budget)."""
+        return self.budget is not None and self.tokens_out > self.budget
 
 
 class CompressionError(ExampleFailure):
@@ -72,9 +136,32 @@ class Compressor(ABC):
     in/out and token budgets are in the reader's units; without one, LongBench
     words are counted.  ``nested`` declares constructor parameters that are
     component sections themselves, so the one parameter check can look inside.
+
+    The budget hook: ``budget_support`` says whether ``compress(item, budget)``
+    takes a token budget and whether it keeps within it (``BudgetSupport``);
+    ``replaced_by_budget`` names the constructor parameters that set the size
+    themselves, which a budget axis replaces (giving both is an error).  The
+    runner calls ``check_budget`` for every grid point before anything runs,
+    and passes ``budget`` only to a compressor that takes one.
     """
 
     nested: ClassVar[dict[str, Nested]] = {}
+    budget_support: ClassVar[BudgetSupport] = "none"
+    replaced_by_budget: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def check_budget(cls, params: Mapping[str, Any], budgeted: bool, *, what: str = "") -> None:
+        """Refuse a budget axis for a compressor that takes none, or beside a parameter that sets the size;
+        subclasses add what they need without one (``truncate`` needs ``max_tokens``)."""
+        what = what or f"compressor {cls.__name__}"
+        if not budgeted:
+            return
+        if cls.budget_support == "none":
+            raise ParamError(f"{what} takes no token budget (budget support: none); remove its budget/ratio, "
+                             "or leave it out of the budget axis with `budget: []`")
+        clash = [name for name in cls.replaced_by_budget if params.get(name) is not None]
+        if clash:
+            raise ParamError(f"{what}: {', '.join(clash)} and the budget axis both set the size; give one of them")
 
     def __init__(self, tokenizer: Tokenizer | None = None) -> None:
         if tokenizer is None:
@@ -86,6 +173,19 @@ class Compressor(ABC):
     def count_tokens(self, text: str) -> int:
         return len(self.tokenizer.encode(text))
 
+    def fit(self, text: str, budget: int, policy: TruncationPolicy = "middle") -> tuple[str, bool]:
+        """``text`` cut by the one truncation until it counts at most ``budget`` tokens; (text, whether cut).
+
+        Cutting to M tokens and decoding can re-encode to a few more than M (a character split between
+        tokens, merges across the join), so the cut is repeated a little shorter until the count fits.
+        """
+        limit = budget
+        text_out, cut = truncate_text(text, self.tokenizer, limit, policy)
+        while cut and limit > 0 and self.count_tokens(text_out) > budget:
+            limit -= max(1, self.count_tokens(text_out) - budget)
+            text_out, _ = truncate_text(text, self.tokenizer, max(limit, 0), policy)
+        return text_out, cut
+
     @property
     def identity(self) -> str:
         return type(self).__name__
@@ -95,9 +195,17 @@ class Compressor(ABC):
         """A short name for report rows (the config's ``label`` wins); plugins default to their identity."""
         return self.identity
 
+    @property
+    def line_label(self) -> str:
+        """The name of this compressor's line on a budget axis: its label without the settings a budget
+        replaces (the runner appends the budget, ``truncate(middle) @512``)."""
+        return self.label
+
     def encoded_texts(self) -> int:
         """Texts this compressor's retrievers sent to an encoder so far (0 when it embeds nothing)."""
         return 0
 
     @abstractmethod
-    def compress(self, item: Compressible) -> CompressedContext: ...
+    def compress(self, item: Compressible, budget: int | None = None) -> CompressedContext:
+        """The context the reader will see; ``budget`` (reader tokens) is given only to a compressor whose
+        ``budget_support`` is not ``"none"``, and the result then carries it (``CompressedContext.budget``)."""

@@ -30,12 +30,13 @@ from __future__ import annotations
 import importlib.util
 import re
 import threading
+import time
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, PositiveInt
 
-from compressors.base import CompressedContext, Compressible, CompressionError, Compressor
+from compressors.base import BudgetSupport, CompressedContext, Compressible, CompressionError, Compressor, ModelWork
 from compressors.retrieval import split_context
 from core.checks import Nested
 from core.errors import ParamError, UserError
@@ -120,7 +121,8 @@ class LLMLinguaCompressor(Compressor):
         tokens), turned into the same share of the LM's tokens; a context
         already within it is returned unchanged.  llmlingua aims at the budget
         but often lands over it (``trace.over_budget`` says so); nothing is
-        cut afterwards.
+        cut afterwards.  A budget axis sets the same target per grid point
+        (``budget_support = "best_effort"``: the runner records the overshoot).
     model: a local folder (or hub id) of the small causal LM; default the
         packaged SmolLM2-135M-Instruct converted by ``readers.smollm2``.
     device, dtype: where and how the LM runs (``auto``: GPU when there is one;
@@ -136,6 +138,8 @@ class LLMLinguaCompressor(Compressor):
     """
 
     nested = {"chunker": Nested(CHUNKERS, injected=("size", "overlap"))}
+    budget_support: ClassVar[BudgetSupport] = "best_effort"
+    replaced_by_budget: ClassVar[tuple[str, ...]] = ("rate", "target_token")
 
     def __init__(
         self,
@@ -183,6 +187,10 @@ class LLMLinguaCompressor(Compressor):
     def label(self) -> str:
         return f"llmlingua(rate={self.rate:g})" if self.rate is not None else f"llmlingua(<={self.target_token} tokens)"
 
+    @property
+    def line_label(self) -> str:
+        return "llmlingua"
+
     def _prompt_compressor(self) -> Any:
         if self._compressor is None:
             from core.devices import resolve_device
@@ -220,25 +228,28 @@ class LLMLinguaCompressor(Compressor):
             raise CompressionError(f"example {item.id!r}: llmlingua kept nothing of the context")
         return text, result
 
-    def compress(self, item: Compressible) -> CompressedContext:
+    def compress(self, item: Compressible, budget: int | None = None) -> CompressedContext:
         if not item.query or not item.query.strip():
             raise CompressionError(f"example {item.id!r}: LongLLMLingua ranks and prunes by the question; the query is empty")
         tokens_in = self.count_tokens(item.context)
         documents = self._documents(item)
         joined = "\n\n".join(documents)
-        if self.rate is not None:
-            share = self.rate
+        target = budget if budget is not None else self.target_token
+        if target is None:
+            share = self.rate if self.rate is not None else DEFAULT_RATE
         else:
-            share = self.target_token / max(self.count_tokens(joined), 1)
+            share = target / max(self.count_tokens(joined), 1)
             if share >= 1:
                 return CompressedContext(text=item.context, passages=tuple(item.passages), tokens_in=tokens_in,
                                          tokens_out=tokens_in, trace={"kept_text": item.context, "ratio": 1.0,
-                                                                      "within_budget_already": True})
+                                                                      "within_budget_already": True}, budget=budget)
         with self._lock:
             pc = self._prompt_compressor()
+            start = time.perf_counter()
             lm_tokens = sum(pc.get_token_length(d, add_special_tokens=False) for d in documents)
             target_lm = max(1, round(share * lm_tokens))
             text, result = self._run(pc, item, documents, target_lm)
+            elapsed = time.perf_counter() - start
             ranking = [int(i) for i in pc.context_idxs[-1]] if pc.context_idxs else []
             lm_tokens_out = pc.get_token_length(text, add_special_tokens=False)
         tokens_out = self.count_tokens(text)
@@ -253,6 +264,7 @@ class LLMLinguaCompressor(Compressor):
             "lm_target_tokens": target_lm,
             "llmlingua": {k: result[k] for k in ("origin_tokens", "compressed_tokens", "ratio", "rate") if k in result},
         }
-        if self.target_token is not None:
-            trace["over_budget"] = tokens_out > self.target_token
-        return CompressedContext(text=text, tokens_in=tokens_in, tokens_out=tokens_out, trace=trace)
+        if target is not None:
+            trace["over_budget"] = tokens_out > target
+        return CompressedContext(text=text, tokens_in=tokens_in, tokens_out=tokens_out, trace=trace, budget=budget,
+                                 work=ModelWork(calls=1, tokens_in=lm_tokens, model_s=elapsed))

@@ -13,11 +13,11 @@ between chunks, the exact splitter quirks, and BM25 over raw strings
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import PositiveInt
 
-from compressors.base import CompressedContext, Compressible, CompressionError, Compressor
+from compressors.base import BudgetSupport, CompressedContext, Compressible, CompressionError, Compressor, ModelWork
 from core.checks import Nested
 from core.errors import ParamError
 from core.registry import ComponentSpec, SpecLike
@@ -53,10 +53,12 @@ class RetrievalCompressor(Compressor):
     chunker, chunk_size: how the context is split; ``chunk_size`` is in the
         chunker's units (words for ``longbench``, characters for Chinese;
         default 500).  Titled passages are units of their own (``unit``).
-    top_n: keep this many chunks (default 3 when no ``token_budget``).
+    top_n: keep this many chunks (default 3 when there is no budget).
     token_budget: instead (or as well), keep chunks in rank order while the
         joined text stays within this many ``count_tokens`` units; a chunk
         that would overflow ends the selection (the ranking is never skipped over).
+        A budget axis does the same with the budget of each grid point
+        (``top_n`` then caps the count only when given).
     order: ``score`` (best first, as LongBench) or ``document`` (original order).
     separator: placed between kept chunks.
     unit: ``passage`` treats each titled passage of a multi-document item as
@@ -66,6 +68,8 @@ class RetrievalCompressor(Compressor):
     """
 
     nested = {"retriever": Nested(RETRIEVERS), "chunker": Nested(CHUNKERS, injected=("size", "overlap"))}
+    budget_support: ClassVar[BudgetSupport] = "guaranteed"
+    replaced_by_budget: ClassVar[tuple[str, ...]] = ("token_budget",)
 
     def __init__(
         self,
@@ -89,6 +93,7 @@ class RetrievalCompressor(Compressor):
                 )
             order, separator = "score", ""
         self.top_n = top_n if top_n is not None or token_budget is not None else DEFAULT_TOP_N
+        self.top_n_given = top_n
         self.token_budget = token_budget
         self.order: str = order or "score"
         self.separator = "\n\n" if separator is None else separator
@@ -120,11 +125,18 @@ class RetrievalCompressor(Compressor):
 
     @property
     def label(self) -> str:
+        return self._label(self.top_n, self.token_budget)
+
+    @property
+    def line_label(self) -> str:
+        return self._label(self.top_n_given, None)
+
+    def _label(self, top_n: int | None, token_budget: int | None) -> str:
         retriever = getattr(self.retriever, "label", None) or self.retriever.identity
         size = f"{self.chunk_size}x" if self.chunk_size_given else "top"
-        amount = f"{size}{self.top_n}" if self.top_n is not None else f"{size}*"
-        if self.token_budget is not None:
-            amount += f", <={self.token_budget} tokens"
+        amount = f"{size}{top_n}" if top_n is not None else f"{size}*"
+        if token_budget is not None:
+            amount += f", <={token_budget} tokens"
         compat = ", longbench_compat" if self.longbench_compat else ""
         return f"retrieval({retriever}, {amount}, order={self.order}{compat})"
 
@@ -169,28 +181,32 @@ class RetrievalCompressor(Compressor):
         return chunk.text if self.longbench_compat else chunk.text.strip()
 
     # -- selection ------------------------------------------------------------
-    def _select(self, ranked: list[Hit], passage_of: dict[str, Passage]) -> list[Hit]:
+    def _select(self, ranked: list[Hit], passage_of: dict[str, Passage], top_n: int | None,
+                budget: int | None) -> list[Hit]:
         """The kept hits, in rank order: a fixed N, or a prefix of the ranking that fits the budget."""
-        limit = self.top_n if self.top_n is not None else len(ranked)
-        if self.token_budget is None:
+        limit = top_n if top_n is not None else len(ranked)
+        if budget is None:
             return ranked[:limit]
         kept: list[Hit] = []
         texts: list[str] = []
         for hit in ranked[:limit]:
             candidate = texts + [self._render(hit.chunk, passage_of.get(hit.chunk.chunk_id))]
-            if self.count_tokens(self.separator.join(candidate)) > self.token_budget:
+            if self.count_tokens(self.separator.join(candidate)) > budget:
                 break
             kept.append(hit)
             texts = candidate
         return kept
 
-    def _compress_ranked(self, item: Compressible, chunks: list[Chunk], ranked: list[Hit], passage_of: dict[str, Passage]) -> CompressedContext:
-        kept = self._select(ranked, passage_of)
+    def _compress_ranked(self, item: Compressible, chunks: list[Chunk], ranked: list[Hit], passage_of: dict[str, Passage],
+                         budget: int | None = None, work: ModelWork | None = None) -> CompressedContext:
+        limit = self.token_budget if budget is None else budget
+        kept = self._select(ranked, passage_of, self.top_n if budget is None else self.top_n_given, limit)
         if ranked and not kept:
             best = self.count_tokens(self._render(ranked[0].chunk, passage_of.get(ranked[0].chunk.chunk_id)))
+            name = "token_budget" if budget is None else "budget"
             raise CompressionError(
-                f"example {item.id!r}: token_budget={self.token_budget} is smaller than the best chunk ({best} tokens); "
-                "raise token_budget or lower chunk_size"
+                f"example {item.id!r}: {name}={limit} is smaller than the best chunk ({best} tokens); "
+                f"raise {name} or lower chunk_size"
             )
         if self.order == "document":
             position = {c.chunk_id: i for i, c in enumerate(chunks)}
@@ -211,13 +227,18 @@ class RetrievalCompressor(Compressor):
                 "retriever": self.retriever.identity,
                 "order": self.order,
             },
+            budget=budget,
+            work=work or ModelWork(),
         )
 
-    def compress(self, item: Compressible) -> CompressedContext:
+    def compress(self, item: Compressible, budget: int | None = None) -> CompressedContext:
         if not item.query or not item.query.strip():
             raise CompressionError(
                 f"example {item.id!r}: empty query; retrieval needs one (use 'summarize' or 'truncate' for query-less tasks)"
             )
         chunks, passage_of = self._units(item)
+        before = self.retriever.encoder_work()
         ranked = self.retriever.index(chunks).search([item.query], k=len(chunks))[0]
-        return self._compress_ranked(item, chunks, ranked, passage_of)
+        after = self.retriever.encoder_work()
+        work = ModelWork.of_encoder({key: after[key] - before[key] for key in after})
+        return self._compress_ranked(item, chunks, ranked, passage_of, budget, work)

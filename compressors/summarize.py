@@ -16,11 +16,11 @@ import hashlib
 import math
 import re
 import string
-from typing import Sequence
+from typing import ClassVar, Sequence
 
 from pydantic import PositiveInt
 
-from compressors.base import CompressedContext, Compressible, CompressionError, Compressor
+from compressors.base import BudgetSupport, CompressedContext, Compressible, CompressionError, Compressor, ModelWork
 from compressors.retrieval import split_context
 from core.checks import Nested
 from core.errors import ParamError
@@ -43,6 +43,10 @@ PROMPTS: dict[tuple[str, bool], str] = {
 }
 PROMPT_FIELDS = frozenset({"chunk", "question", "max_words"})
 MIN_NEW_TOKENS = 16
+# On a budget axis each summary may take an equal share of the budget in tokens; the prompt asks for this many
+# words per token of that share (about 3 words to 4 tokens in English BPE vocabularies), so most summaries end
+# on their own before the generation cap cuts them.
+WORDS_PER_TOKEN = 0.75
 # A summary is degenerate when most of its words repeat: fewer distinct words than this share of all words
 # (a model stuck in a loop), checked only on summaries of at least MIN_WORDS_FOR_REPEAT_CHECK words.
 MIN_DISTINCT_SHARE = 0.25
@@ -70,6 +74,11 @@ class SummarizeCompressor(Compressor):
     token_budget: target total size in ``count_tokens`` units; the per-chunk
         length is scaled to ``budget / n_chunks`` (at most ``max_summary_words``),
         and the concatenation is middle-truncated if it still overflows.
+        A budget axis instead gives each summary an equal share of the budget
+        (separators taken out) as its generation cap, asks for
+        ``WORDS_PER_TOKEN`` words per token of it, and cuts whatever still
+        overflows with the one truncation (``trace.truncated`` flags it), so the
+        concatenation never counts more tokens than the budget.
     summarizer: a reader section ``{name, params}``, wrapped in the shared
         generation cache; default: ``reader``, the reader under evaluation
         (already cached by the runner).
@@ -78,6 +87,8 @@ class SummarizeCompressor(Compressor):
     """
 
     nested = {"summarizer": Nested(READERS), "chunker": Nested(CHUNKERS, injected=("size", "overlap"))}
+    budget_support: ClassVar[BudgetSupport] = "guaranteed"
+    replaced_by_budget: ClassVar[tuple[str, ...]] = ("token_budget",)
 
     def __init__(
         self,
@@ -147,8 +158,14 @@ class SummarizeCompressor(Compressor):
         new_tokens = max(MIN_NEW_TOKENS, math.ceil(self.max_new_tokens * words / self.max_summary_words))
         return words, min(new_tokens, self.max_new_tokens)
 
-    def _requests(self, item: Compressible, chunks: Sequence[Chunk]) -> list[GenerationRequest]:
-        words, new_tokens = self._lengths(len(chunks))
+    def _fitted_lengths(self, n_chunks: int, budget: int) -> tuple[int, int]:
+        """Per-chunk (words asked for, max new tokens) on a budget axis: an equal share of the budget each."""
+        share = max(1, (budget - (n_chunks - 1) * self.count_tokens(self.separator)) // n_chunks)
+        words = max(1, min(self.max_summary_words, math.floor(share * WORDS_PER_TOKEN)))
+        return words, max(1, min(self.max_new_tokens, share))
+
+    def _requests(self, item: Compressible, chunks: Sequence[Chunk], budget: int | None = None) -> list[GenerationRequest]:
+        words, new_tokens = self._lengths(len(chunks)) if budget is None else self._fitted_lengths(len(chunks), budget)
         template = self.prompt or PROMPTS[("zh" if item.lang == "zh" else "en", self.query_focused)]
         return [
             GenerationRequest(
@@ -181,9 +198,9 @@ class SummarizeCompressor(Compressor):
                                    f"({len(set(words))} distinct of {len(words)} words): {summary[:80]!r}")
         return summary
 
-    def compress(self, item: Compressible) -> CompressedContext:
+    def compress(self, item: Compressible, budget: int | None = None) -> CompressedContext:
         chunks = split_context(self._chunker, item)
-        requests = self._requests(item, chunks)
+        requests = self._requests(item, chunks, budget)
         generations = self.summarizer.generate(requests)
         if len(generations) != len(chunks):
             raise RuntimeError(f"summarizer {self.summarizer!r} returned {len(generations)} generations "
@@ -191,7 +208,9 @@ class SummarizeCompressor(Compressor):
         summaries = [self._check(item, c, r, g) for c, r, g in zip(chunks, requests, generations)]
         text = self.separator.join(summaries)
         truncated = False
-        if self.token_budget is not None:
+        if budget is not None:
+            text, truncated = self.fit(text, budget, "middle")
+        elif self.token_budget is not None:
             text, truncated = truncate_text(text, self.tokenizer, self.token_budget, "middle")
         return CompressedContext(
             text=text,
@@ -210,6 +229,8 @@ class SummarizeCompressor(Compressor):
                 "summarizer": self.summarizer.identity,
                 "truncated": truncated,
             },
+            budget=budget,
+            work=ModelWork.of_generations(generations),
         )
 
 

@@ -20,6 +20,9 @@ def text_key(model_id: str, text: str) -> str:
     return f"{model_id}\x1f{hashlib.sha256(text.encode('utf-8')).hexdigest()}"
 
 
+_SECONDS = "\x1fs"  # suffix of the key under which a text's encoding time is kept
+
+
 class EmbeddingCache:
     """Embeddings keyed by (model_id, sha256(text)); counts ``hits`` and ``misses``."""
 
@@ -45,8 +48,10 @@ class EmbeddingCache:
                 out.append(np.frombuffer(raw, dtype=np.float32).copy())
         return out
 
-    def put_many(self, model_id: str, texts: Sequence[str], vectors: np.ndarray | Sequence[np.ndarray]) -> None:
-        """Store ``vectors[i]`` for ``texts[i]`` in one transaction."""
+    def put_many(self, model_id: str, texts: Sequence[str], vectors: np.ndarray | Sequence[np.ndarray],
+                 seconds: float | None = None) -> None:
+        """Store ``vectors[i]`` for ``texts[i]`` in one transaction; ``seconds``: the encoding time of each text
+        (its batch's time over its size), kept so a later hit can report what the embedding cost to make."""
         if len(texts) != len(vectors):
             raise ValueError(f"got {len(texts)} texts for {len(vectors)} vectors")
         with self._store.transact():
@@ -54,10 +59,18 @@ class EmbeddingCache:
                 arr = np.asarray(vec, dtype=np.float32)
                 if arr.ndim != 1:
                     raise ValueError(f"each cached embedding must be 1-D, got shape {arr.shape}")
-                self._store.set(text_key(model_id, text), arr.tobytes())
+                key = text_key(model_id, text)
+                self._store.set(key, arr.tobytes())
+                if seconds is not None:
+                    self._store.set(key + _SECONDS, repr(float(seconds)))
+
+    def seconds_many(self, model_id: str, texts: Sequence[str]) -> list[float]:
+        """The recorded encoding time of each text (0.0 for an entry stored before times were kept)."""
+        return [float(self._store.get(text_key(model_id, text) + _SECONDS) or 0.0) for text in texts]
 
     def __len__(self) -> int:
-        return len(self._store)
+        """Embeddings stored (their recorded encoding times are not counted)."""
+        return sum(1 for key in self._store.iterkeys() if not str(key).endswith(_SECONDS))
 
     def clear(self) -> None:
         self._store.clear()

@@ -41,6 +41,19 @@ class Retriever(ABC):
         dry run show that a grid embeds each unique text once."""
         return int(getattr(self, "texts_encoded", 0)) + sum(r.encoded_texts() for r in self.components())
 
+    def encoder_work(self) -> dict[str, float]:
+        """Encoder work so far, this retriever and those inside it: ``calls`` (encoder batches), ``texts``
+        encoded, ``hits`` (texts the embedding cache served), ``encode_s`` (time encoding), ``cached_s`` (the
+        encoding time recorded for the cache-served texts), ``lookup_s`` (time reading the cache).  Zeros for
+        lexical retrievers; a compressor reports the difference over one example."""
+        own = {"calls": getattr(self, "encoder_calls", 0), "texts": getattr(self, "texts_encoded", 0),
+               "hits": getattr(self, "texts_from_cache", 0), "encode_s": getattr(self, "encode_s", 0.0),
+               "cached_s": getattr(self, "cached_encode_s", 0.0), "lookup_s": getattr(self, "lookup_s", 0.0)}
+        for inner in self.components():
+            for key, value in inner.encoder_work().items():
+                own[key] += value
+        return own
+
     @abstractmethod
     def index(self, chunks: Sequence[Chunk]) -> "Retriever":
         """Replace the indexed corpus with ``chunks``; returns self."""

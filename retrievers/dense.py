@@ -12,6 +12,7 @@ so titled and untitled embeddings of a chunk are separate entries.
 """
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
@@ -97,6 +98,8 @@ class DenseRetriever(Retriever):
         self.use_title = use_title
         self.encoder_calls = 0
         self.texts_encoded = 0
+        self.texts_from_cache = 0
+        self.encode_s = self.cached_encode_s = self.lookup_s = 0.0
         self._chunks: list[Chunk] = []
         self._index: FaissIndex | None = None
 
@@ -119,20 +122,33 @@ class DenseRetriever(Retriever):
         return name if getattr(self, "use_title", True) else f"{name}-notitle"
 
     def _embed(self, texts: Sequence[str], role: str) -> np.ndarray:
-        """Embeddings for ``texts``; cached ones are read, only the rest reach the encoder."""
+        """Embeddings for ``texts``; cached ones are read, only the rest reach the encoder.
+
+        Counts the work (``encoder_work``): texts encoded and the time it took, texts the cache served with
+        the encoding time recorded when they were made, and the time reading the cache took.
+        """
         encode = self.encoder.encode_documents if role == "doc" else self.encoder.encode_queries
         cache, key = self.cache, f"{self.encoder.model_id}|{role}"
+        start = time.perf_counter()
         found = cache.get_many(key, texts) if cache is not None else [None] * len(texts)
         missing = [i for i, v in enumerate(found) if v is None]
+        if cache is not None and len(missing) < len(texts):
+            served = [texts[i] for i, v in enumerate(found) if v is not None]
+            self.texts_from_cache += len(served)
+            self.cached_encode_s += sum(cache.seconds_many(key, served))
+        self.lookup_s += time.perf_counter() - start
         if missing:
             unique = list(dict.fromkeys(texts[i] for i in missing))
+            start = time.perf_counter()
             fresh = np.asarray(encode(unique), dtype=np.float32)
+            elapsed = time.perf_counter() - start
             if fresh.ndim != 2 or len(fresh) != len(unique):
                 raise ValueError(f"encoder {self.encoder.model_id} returned shape {fresh.shape} for {len(unique)} texts")
             self.encoder_calls += 1
             self.texts_encoded += len(unique)
+            self.encode_s += elapsed
             if cache is not None:
-                cache.put_many(key, unique, fresh)
+                cache.put_many(key, unique, fresh, seconds=elapsed / len(unique))
             by_text = dict(zip(unique, fresh))
             for i in missing:
                 found[i] = by_text[texts[i]]

@@ -46,8 +46,9 @@ def test_unknown_param_names_it_and_the_allowed_ones():
         make_compressor("retrieval", top_k=3)
     with pytest.raises(ParamError, match=r"'reader_name'"):
         make_compressor("full", reader_name="x")
-    with pytest.raises(ParamError, match=r"compressor 'truncate': missing required parameter 'max_tokens'"):
-        COMPRESSORS.check("truncate", injected=("tokenizer", "reader"))
+    # truncate's size is max_tokens or a budget axis: without both it is refused by the budget hook
+    with pytest.raises(ParamError, match=r"compressor 'truncate': give max_tokens, or put it on a budget axis"):
+        COMPRESSORS.get("truncate").check_budget({}, False, what="compressor 'truncate'")
 
 
 def test_nested_sections_are_checked_before_anything_is_built():
