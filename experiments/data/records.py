@@ -61,6 +61,23 @@ def split_swept_id(example_id: str) -> tuple[str, int] | None:
     return (example_id[: m.start()], int(m.group(1))) if m else None
 
 
+def budget_text(budget: dict[str, Any] | None) -> str:
+    """A budget axis point as rows name it: ``"512"`` (tokens), ``"1/4"`` (a ratio of each context); ``""``: none."""
+    if not budget:
+        return ""
+    if budget.get("tokens") is not None:
+        return str(int(budget["tokens"]))
+    return f"1/{float(budget['ratio']):g}"
+
+
+BUDGET_MARK = " @"  # a row on a budget axis is labelled "<line> @<budget>": truncate(middle) @512
+
+
+def budget_row_label(line: str, budget: dict[str, Any] | None) -> str:
+    """The row label of a compressor line at one budget (the line alone when there is none)."""
+    return f"{line}{BUDGET_MARK}{budget_text(budget)}" if budget else line
+
+
 # -- the records of a run directory -----------------------------------------------------------------------------------
 #
 # One line of predictions.jsonl, traces.jsonl, failures.jsonl or judgements.jsonl is one of the dataclasses below,
@@ -102,7 +119,7 @@ class Keyed:
         """The JSON object of one line, fields in declaration order (optional empty ones left out)."""
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         for name in _OMITTED_WHEN_EMPTY.get(type(self).__name__, ()):
-            if not out[name]:
+            if out[name] is None or (not out[name] and name not in _KEPT_WHEN_ZERO):
                 del out[name]
         return out
 
@@ -121,11 +138,24 @@ class Prediction(Keyed):
     length: int = 0
     tokens_in: int = 0
     tokens_out: int = 0
+    budget: int | None = None  # the token budget the compressor was given (None: none)
+    over_budget: bool = False  # tokens_out > budget (only a best-effort compressor may)
+    tokens_seen: int | None = None  # context tokens left after the reader's own truncation (None: tokens_out)
     reader_tokens_in: int = 0
     reader_tokens_out: int = 0
     truncated: bool = False
     latency_s: float = 0.0
     compress_s: float = 0.0
+    # the compressor's own model work (compressors.base.ModelWork); compress_s counts cache-served work at the
+    # time it took when it was made, like latency_s
+    compress_calls: int = 0
+    compress_cache_hits: int = 0
+    compress_tokens_in: int = 0
+    compress_tokens_out: int = 0
+    compress_model_s: float = 0.0
+    embed_calls: int = 0
+    embed_texts: int = 0
+    embed_hits: int = 0
     cost_usd: float = 0.0
     cached: bool = False
     retries: int = 0
@@ -134,6 +164,11 @@ class Prediction(Keyed):
     meta: dict[str, Any] = field(default_factory=dict)
     source: str = ""
     score_parts: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def context_seen(self) -> int:
+        """Tokens of the kept context the reader saw: ``tokens_out`` less what its own truncation cut."""
+        return self.tokens_out if self.tokens_seen is None else self.tokens_seen
 
 
 @dataclass(kw_only=True)
@@ -179,7 +214,11 @@ class Judgement:
     as_dict = Keyed.as_dict
 
 
-_OMITTED_WHEN_EMPTY = {"Prediction": ("score_parts",)}
+# fields a line leaves out when they hold nothing (a run without a budget axis or compressor models writes none)
+_OMITTED_WHEN_EMPTY = {"Prediction": ("score_parts", "budget", "over_budget", "tokens_seen", "compress_calls",
+                                      "compress_cache_hits", "compress_tokens_in", "compress_tokens_out",
+                                      "compress_model_s", "embed_calls", "embed_texts", "embed_hits")}
+_KEPT_WHEN_ZERO = ("tokens_seen",)  # a reader that cut the whole context saw 0 tokens of it, which is not "none"
 _REQUIRED: dict[type, tuple[str, ...]] = {}
 _TEXT_FIELDS = ("task", "id", "config_hash", "compressor", "reader")
 

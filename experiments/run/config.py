@@ -4,6 +4,13 @@ Precedence is defaults < file < CLI overrides; the resolved config is written
 back into the run directory.  Lists inside a component's ``params`` expand
 into a grid (product), except keys named in ``zip`` which are paired, so
 LongBench's 200x7 / 500x3 is ``{chunk_size: [200, 500], top_n: [7, 3], zip: [chunk_size, top_n]}``.
+
+A budget axis: ``budget: [256, 512]`` (tokens of context, in the reader's
+tokens) or ``ratio: [2, 4, 8]`` (each example's context tokens divided by the
+ratio) at the top level applies to every compressor that takes a budget
+(``Compressor.budget_support``); the others (``full``, the reference) run once
+at their own size.  A compressor section may give its own ``budget`` or
+``ratio`` list instead, or ``budget: []`` to run once at its own parameters.
 """
 from __future__ import annotations
 
@@ -14,7 +21,16 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PositiveInt,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from core.errors import UserError
 from core.files import write_atomic
@@ -83,6 +99,65 @@ class ComponentConfig(_Strict):
             lengths.add(len(self.params[key]))
         if len(lengths) > 1:
             raise ValueError(f"zip keys {self.zip} must have lists of equal length, got lengths {sorted(lengths)}")
+        return self
+
+
+Ratio = Annotated[float, Field(gt=1)]
+# The default non-inferiority margin, in score points (0-100): see docs/metrics.md ("How much can go").
+DEFAULT_MARGIN = 5.0
+
+
+class Budget(_Strict):
+    """One point of a budget axis: ``tokens`` of context in the reader's tokens, or a ``ratio``: each example
+    gets ``floor(context tokens / ratio)`` (at least 1), computed when it is compressed."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tokens: PositiveInt | None = None
+    ratio: Ratio | None = None
+
+    @model_validator(mode="after")
+    def _one(self) -> "Budget":
+        if (self.tokens is None) == (self.ratio is None):
+            raise ValueError("a budget is either tokens or a ratio")
+        return self
+
+    def for_context(self, context_tokens: int) -> int:
+        """The token budget of one example whose context counts ``context_tokens``."""
+        if self.tokens is not None:
+            return self.tokens
+        return max(1, int(context_tokens // self.ratio))  # type: ignore[operator]
+
+    def as_key(self) -> dict[str, Any]:
+        """What the config hash and grid.json hold: ``{"tokens": 512}`` or ``{"ratio": 4.0}``."""
+        return {"tokens": self.tokens} if self.tokens is not None else {"ratio": float(self.ratio)}  # type: ignore[arg-type]
+
+
+def budget_points(owner: Any) -> list[Budget] | None:
+    """The budget axis of a run config or a compressor section (``None``: not given there); one of
+    ``budget`` and ``ratio``, each value once."""
+    if owner.budget is not None and owner.ratio is not None:
+        raise ValueError("give budget or ratio, not both")
+    for name in ("budget", "ratio"):
+        values = getattr(owner, name)
+        if values is not None and len(set(values)) != len(values):
+            raise ValueError(f"{name} lists a value twice: {values}")
+    if owner.budget is not None:
+        return [Budget(tokens=b) for b in owner.budget]
+    if owner.ratio is not None:
+        return [Budget(ratio=r) for r in owner.ratio]
+    return None
+
+
+class CompressorConfig(ComponentConfig):
+    """A compressor section: a component and, optionally, its own budget axis (``budget: []``: none)."""
+
+    budget: list[PositiveInt] | None = None
+    ratio: list[Ratio] | None = None
+
+    @model_validator(mode="after")
+    def _axis(self) -> "CompressorConfig":
+        budget_points(self)
         return self
 
 
@@ -201,11 +276,20 @@ class RunConfig(_Strict):
     name: str = "run"
     output_dir: str | None = None
     tasks: list[TaskConfig]
-    compressors: list[ComponentConfig] = Field(default_factory=lambda: [ComponentConfig(name="full")])
+    compressors: list[CompressorConfig] = Field(default_factory=lambda: [CompressorConfig(name="full")])
     readers: list[ComponentConfig]
     batch_size: int = Field(8, gt=0)
     save_prompts: bool = True
     contrasts: list[ContrastConfig] = Field(default_factory=list)
+    budget: list[PositiveInt] | None = None
+    ratio: list[Ratio] | None = None
+    # non-inferiority margin in score points (reports only, like contrasts)
+    margin: float = Field(DEFAULT_MARGIN, ge=0)
+
+    @model_validator(mode="after")
+    def _axis(self) -> "RunConfig":
+        budget_points(self)
+        return self
 
     @property
     def default_dir(self) -> Path:
@@ -213,8 +297,8 @@ class RunConfig(_Strict):
         return Path(self.output_dir or f"runs/{safe_name(self.name)}")
 
     def same_run(self, other: "RunConfig") -> bool:
-        """Whether ``other`` asks for the same predictions (it may plan other contrasts)."""
-        return self.model_copy(update={"contrasts": other.contrasts}) == other
+        """Whether ``other`` asks for the same predictions (it may plan other contrasts, or another margin)."""
+        return self.model_copy(update={"contrasts": other.contrasts, "margin": other.margin}) == other
 
     @field_validator("tasks", "readers")
     @classmethod

@@ -141,7 +141,7 @@ class Runner:
     def _same_predictions(self, held: RunConfig) -> bool:
         """Whether ``held`` differs only where no output changes (a server's address): the same tasks and keys."""
         same_tasks = held.model_copy(update={"readers": self.config.readers, "compressors": self.config.compressors,
-                                             "contrasts": self.config.contrasts}) == self.config
+                                             "contrasts": self.config.contrasts, "margin": self.config.margin}) == self.config
         return same_tasks and [p.config_hash for p in expand_grid(held)] == [p.config_hash for p in self.grid]
 
     def _rekey(self, manifest: dict) -> bool:

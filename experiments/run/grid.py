@@ -4,6 +4,10 @@ Lists inside a component's ``params`` expand into a grid (product), except
 keys named in ``zip``, which are paired; a parameter whose list is one value
 (a fleet's ``base_urls``) is never an axis.  The grid is expanded once per run
 and each point's hash is computed once.
+
+A budget axis (``budget:`` / ``ratio:``, see ``experiments.run.config``) makes
+one point per budget for each compressor that takes one; the budget is part
+of the point's hash, and a point without a budget hashes as it always did.
 """
 from __future__ import annotations
 
@@ -16,7 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from core.errors import UnknownComponentError
-from experiments.run.config import ComponentConfig, RunConfig
+from experiments.run.config import Budget, ComponentConfig, CompressorConfig, RunConfig, budget_points
 
 
 def expand_component(spec: ComponentConfig, literal: tuple[str, ...] = ()) -> list[ComponentConfig]:
@@ -55,6 +59,7 @@ class GridPoint(BaseModel):
 
     compressor: ComponentConfig
     reader: ComponentConfig
+    budget: Budget | None = None
 
     @functools.cached_property
     def config_hash(self) -> str:
@@ -64,12 +69,13 @@ class GridPoint(BaseModel):
 
         operational = _component_attr(READERS, self.reader.name, "operational")
         reader_params = {k: v for k, v in self.reader.params.items() if k not in operational}
-        return short_hash(
-            {
-                "compressor": {"name": self.compressor.name, "params": self.compressor.params},
-                "reader": {"name": self.reader.name, "params": reader_params},
-            }
-        )
+        keyed: dict[str, Any] = {
+            "compressor": {"name": self.compressor.name, "params": self.compressor.params},
+            "reader": {"name": self.reader.name, "params": reader_params},
+        }
+        if self.budget is not None:  # only then: a point without a budget keeps the hash it always had
+            keyed["budget"] = self.budget.as_key()
+        return short_hash(keyed)
 
 
 
@@ -81,15 +87,38 @@ def _component_attr(registry: Any, name: str, attr: str) -> tuple[str, ...]:
         return ()
 
 
+def budget_support(name: str) -> str:
+    """How the compressor a config names takes a budget (``Compressor.budget_support``); "none" when unknown."""
+    from compressors.registry import COMPRESSORS
+
+    try:
+        return str(getattr(COMPRESSORS.get(name), "budget_support", "none"))
+    except UnknownComponentError:  # reported with its suggestions by the component check
+        return "none"
+
+
+def budget_axis(spec: CompressorConfig, config: RunConfig) -> list[Budget | None]:
+    """The budgets one compressor section runs at: its own axis, else the run's for a compressor that takes
+    a budget, else none (``[None]``: once, at its own size)."""
+    own = budget_points(spec)
+    if own is not None:
+        return list(own) or [None]
+    run = budget_points(config)
+    if run and budget_support(spec.name) != "none":
+        return list(run)
+    return [None]
+
+
 def expand_grid(config: RunConfig) -> list[GridPoint]:
     from compressors.registry import COMPRESSORS
     from readers.registry import READERS
 
     readers = [r for spec in config.readers
                for r in expand_component(spec, _component_attr(READERS, spec.name, "literal_lists"))]
-    compressors = [c for spec in config.compressors
-                   for c in expand_component(spec, _component_attr(COMPRESSORS, spec.name, "literal_lists"))]
-    points = [GridPoint(compressor=c, reader=r) for r in readers for c in compressors]
+    compressors = [(c, b) for spec in config.compressors
+                   for c in expand_component(spec, _component_attr(COMPRESSORS, spec.name, "literal_lists"))
+                   for b in budget_axis(spec, config)]
+    points = [GridPoint(compressor=c, reader=r, budget=b) for r in readers for c, b in compressors]
     seen: dict[str, GridPoint] = {}
     for point in points:
         seen.setdefault(point.config_hash, point)
@@ -102,8 +131,10 @@ def grid_manifest(config: RunConfig, grid: list[GridPoint]) -> dict[str, Any]:
         "tasks": [{"key": t.key, "name": t.name} for t in config.tasks],
         "points": [
             {"config_hash": p.config_hash, "compressor": p.compressor.model_dump(mode="json", exclude={"zip"}),
-             "reader": p.reader.model_dump(mode="json", exclude={"zip"})}
+             "reader": p.reader.model_dump(mode="json", exclude={"zip"}),
+             **({"budget": p.budget.as_key()} if p.budget is not None else {})}
             for p in grid
         ],
         "contrasts": [c.model_dump(mode="json") for c in config.contrasts],
+        "margin": config.margin,
     }

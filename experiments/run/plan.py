@@ -35,6 +35,9 @@ def check_components(config: RunConfig, grid: list[GridPoint]) -> None:
             RETRIEVERS.check(task.sweep.distractors.retriever.spec, where=f"task {task.key!r} distractors")
     for spec in {p.compressor.model_dump_json(): p.compressor for p in grid}.values():
         COMPRESSORS.check(spec.spec, injected=INJECTED)
+    for point in grid:  # the budget hook: a budget only where one is taken, and a size where none is given
+        COMPRESSORS.get(point.compressor.name).check_budget(point.compressor.params, point.budget is not None,
+                                                            what=f"compressor {point.compressor.name!r}")
     for spec in {p.reader.model_dump_json(): p.reader for p in grid}.values():
         READERS.check(spec.spec)
 

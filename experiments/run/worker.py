@@ -10,6 +10,12 @@ compressor that could not produce a context for this example, a remote
 service that kept failing, a request a server rejected) and a generation with
 ``error`` set become ``Failure`` records; anything else propagates and stops
 the run.
+
+Timing: a latency comes from the run that measured it.  A generation or a
+compressor's model work that a cache served reports the time it took when it
+was made (``cached_latency_s``, ``ModelWork.cached_model_s``), never the near-zero
+time of the cache hit, so a config's cost account does not depend on what an
+earlier run left in the cache.
 """
 from __future__ import annotations
 
@@ -17,12 +23,12 @@ import hashlib
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from compressors.base import CompressedContext, Compressor
 from compressors.registry import make_compressor
 from core.errors import ExampleFailure, UserError
-from experiments.data.records import Example, Failure, Prediction, Trace
+from experiments.data.records import Example, Failure, Prediction, Trace, budget_row_label
 from experiments.run.config import RunConfig, TaskConfig
 from experiments.run.examples import load_task_examples, task_spec
 from experiments.run.grid import GridPoint, canonical_json, expand_grid
@@ -33,6 +39,7 @@ from indexes.text import has_answer
 from readers.base import Generation, GenerationRequest, Reader
 from readers.cache import CachedReader
 from readers.registry import make_reader
+from readers.truncation import prompt_budget
 
 ProgressFn = Callable[[int], None]
 StepFn = Callable[[int, int], None]
@@ -117,8 +124,13 @@ class Worker:
         return self._compressors[key]
 
     def labels(self, point: GridPoint) -> tuple[str, str]:
-        """(compressor, reader) row labels: the config's ``label`` when given, else the component's own ``label``."""
-        compressor = point.compressor.label or self.compressor(point).label
+        """(compressor, reader) row labels: the config's ``label`` when given, else the component's own ``label``;
+        on a budget axis, the line's label and the budget (``truncate(middle) @512``)."""
+        if point.budget is None:
+            compressor = point.compressor.label or self.compressor(point).label
+        else:
+            line = point.compressor.label or self.compressor(point).line_label
+            compressor = budget_row_label(line, point.budget.as_key())
         reader = point.reader.label or self.reader(point).label
         return compressor, reader
 
@@ -139,15 +151,14 @@ class Worker:
         result = UnitResult(unit)
         staged: list[tuple[Example, CompressedContext, GenerationRequest, float]] = []
         for ex in (by_id[i] for i in unit.ids):
-            t0 = time.perf_counter()
             try:
-                compressed = compressor.compress(ex)
+                compressed, compress_s = self._compress(point, compressor, ex)
             except ExampleFailure as err:  # recorded, retried on --resume; never scored
                 result.failures.append(keyed.failure(ex, "compress", err))
                 if progress is not None:
                     progress(1)
                 continue
-            staged.append((ex, compressed, build_request(spec, compressed, ex, options), time.perf_counter() - t0))
+            staged.append((ex, compressed, build_request(spec, compressed, ex, options), compress_s))
             result.compressor_model_calls += compressed.model_calls
         # summaries count in the cache's hits/misses too; only the reader's own calls below are reported as reads
         hits1, misses1 = reader.hits, reader.misses
@@ -161,18 +172,38 @@ class Worker:
                 if not gen.ok:
                     result.failures.append(keyed.failure(ex, "generate", gen.error or "unknown error", gen.retries))
                     continue
-                self._record(result, keyed, spec, ex, compressor, compressed, request, compress_s, gen)
+                self._record(result, keyed, spec, ex, compressor, compressed, request, compress_s, gen,
+                             _tokens_seen(reader, compressed, request, gen))
         result.cache_hits = reader.hits - hits1
         result.model_calls = reader.misses - misses1
         return result
 
+    @staticmethod
+    def _compress(point: GridPoint, compressor: Compressor, ex: Example) -> tuple[CompressedContext, float]:
+        """The example compressed at the point's budget (a ratio's budget from this example's context), and the
+        compressor's time: its wall time, with cache-served model work counted at the time it took when made."""
+        budget = point.budget.for_context(compressor.count_tokens(ex.context)) if point.budget is not None else None
+        start = time.perf_counter()
+        compressed = compressor.compress(ex) if budget is None else compressor.compress(ex, budget)
+        wall = time.perf_counter() - start
+        if budget is not None:
+            if compressed.budget != budget:
+                compressed = replace(compressed, budget=budget)
+            if compressed.over_budget and compressor.budget_support == "guaranteed":
+                raise RuntimeError(f"{compressor.identity} guarantees its budget but kept {compressed.tokens_out} "
+                                   f"tokens of example {ex.id!r} for a budget of {budget}")  # a broken contract is a bug
+        work = compressed.work
+        return compressed, max(0.0, wall - work.served_s) + work.cached_model_s
+
     def _record(self, result: UnitResult, keyed: "_KeyFields", spec: TaskSpec, ex: Example, compressor: Compressor,
-                compressed: CompressedContext, request: GenerationRequest, compress_s: float, gen: Generation) -> None:
+                compressed: CompressedContext, request: GenerationRequest, compress_s: float, gen: Generation,
+                tokens_seen: int | None) -> None:
         phash = prompt_hash(request.prompt)
         if self.config.save_prompts:
             result.prompts[phash] = request.prompt if request.system is None else f"[system]\n{request.system}\n[user]\n{request.prompt}"
         scored = score_item(gen.text, ex.answers, metric=spec.metric, all_classes=ex.all_classes,
                             first_line_only=spec.first_line_only)
+        work = compressed.work
         result.predictions.append(Prediction(
             **keyed.fields(ex),
             query=ex.query,
@@ -185,6 +216,9 @@ class Worker:
             length=ex.length,
             tokens_in=compressed.tokens_in,
             tokens_out=compressed.tokens_out,
+            budget=compressed.budget,
+            over_budget=compressed.over_budget,
+            tokens_seen=tokens_seen,
             reader_tokens_in=gen.tokens_in,
             reader_tokens_out=gen.tokens_out,
             truncated=gen.truncated,
@@ -192,6 +226,9 @@ class Worker:
             # so a config's figures do not depend on what an earlier run left in the cache
             latency_s=round(gen.meta.get("cached_latency_s", gen.latency_s) if gen.cached else gen.latency_s, 4),
             compress_s=round(compress_s, 4),
+            compress_calls=work.calls, compress_cache_hits=work.cache_hits, compress_tokens_in=work.tokens_in,
+            compress_tokens_out=work.tokens_out, compress_model_s=round(work.model_s, 4),
+            embed_calls=work.embed_calls, embed_texts=work.embed_texts, embed_hits=work.embed_hits,
             cost_usd=round((gen.meta.get("cached_cost_usd", 0.0) if gen.cached else gen.cost_usd) + compressed.cost_usd, 6),
             cached=gen.cached,
             retries=gen.retries,
@@ -203,6 +240,15 @@ class Worker:
         ))
         result.traces.append(Trace(**keyed.fields(ex), compressor_identity=compressor.identity,
                                    kept_chunks=list(compressed.kept_chunks), trace=compressed.trace))
+
+
+def _tokens_seen(reader: Reader, compressed: CompressedContext, request: GenerationRequest, gen: Generation) -> int | None:
+    """The kept context's tokens left after the reader's own truncation (None: it cut nothing): the prompt's
+    tokens beyond the reader's prompt budget (``max_context - max_new_tokens``) came out of the context."""
+    if not gen.truncated:
+        return None
+    cut = reader.count_tokens(request.prompt) - prompt_budget(reader.max_context, request.max_new_tokens)
+    return max(0, compressed.tokens_out - max(0, cut))
 
 
 @dataclass(frozen=True)

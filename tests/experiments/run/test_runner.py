@@ -223,7 +223,7 @@ def test_components_are_checked_before_any_reader_is_built(tmp_path):
     with pytest.raises(UnknownComponentError, match="Did you mean 'bm25'"):
         Runner(parse_config(typo), tmp_path / "a", reader_factory=factory)
     missing = {**CONFIG, "compressors": [{"name": "truncate"}]}
-    with pytest.raises(ParamError, match="compressor 'truncate': missing required parameter 'max_tokens'"):
+    with pytest.raises(ParamError, match="compressor 'truncate': give max_tokens, or put it on a budget axis"):
         Runner(parse_config(missing), tmp_path / "b", reader_factory=factory)
     bad_metric = {**CONFIG, "readers": [{"name": "hf", "params": {"modell": "x"}}]}
     with pytest.raises(ParamError, match="reader 'hf': unknown parameter 'modell'"):
