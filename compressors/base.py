@@ -201,6 +201,10 @@ class Compressor(ABC):
         replaces (the runner appends the budget, ``truncate(middle) @512``)."""
         return self.label
 
+    def warm_up(self) -> None:
+        """Load what this compressor loads lazily (a model); the runner calls it before timing ``compress``,
+        so the first example's time does not count the loading."""
+
     def encoded_texts(self) -> int:
         """Texts this compressor's retrievers sent to an encoder so far (0 when it embeds nothing)."""
         return 0

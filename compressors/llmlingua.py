@@ -206,6 +206,10 @@ class LLMLinguaCompressor(Compressor):
             self._compressor = _prompt_compressor(lm, lm_tokenizer, device, self.tokenizer)
         return self._compressor
 
+    def warm_up(self) -> None:
+        with self._lock:
+            self._prompt_compressor()
+
     def _documents(self, item: Compressible) -> list[str]:
         passages = [p for p in (item.passages or ()) if p.text.strip()]
         if passages:

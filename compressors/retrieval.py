@@ -123,6 +123,9 @@ class RetrievalCompressor(Compressor):
     def encoded_texts(self) -> int:
         return self.retriever.encoded_texts()
 
+    def warm_up(self) -> None:
+        self.retriever.warm_up()
+
     @property
     def label(self) -> str:
         return self._label(self.top_n, self.token_budget)

@@ -41,6 +41,11 @@ class Retriever(ABC):
         dry run show that a grid embeds each unique text once."""
         return int(getattr(self, "texts_encoded", 0)) + sum(r.encoded_texts() for r in self.components())
 
+    def warm_up(self) -> None:
+        """Load what loads lazily (an encoder's model), so no timing of the first query counts the loading."""
+        for inner in self.components():
+            inner.warm_up()
+
     def encoder_work(self) -> dict[str, float]:
         """Encoder work so far, this retriever and those inside it: ``calls`` (encoder batches), ``texts``
         encoded, ``hits`` (texts the embedding cache served), ``encode_s`` (time encoding), ``cached_s`` (the

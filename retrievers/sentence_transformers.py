@@ -47,7 +47,8 @@ class SentenceTransformerEncoder:
         self.mean_pooling = mean_pooling
         self._model: Any = None
 
-    def _load(self) -> Any:
+    def load(self) -> Any:
+        """The model, loaded on first use (``DenseRetriever`` loads it before timing an encoding)."""
         if self._model is None:
             from sentence_transformers import SentenceTransformer
 
@@ -67,7 +68,7 @@ class SentenceTransformerEncoder:
     def _encode(self, texts: Sequence[str], role: str) -> np.ndarray:
         if len(texts) == 0:
             raise ValueError("nothing to encode")
-        model = self._load()
+        model = self.load()
         method = getattr(model, "encode_query" if role == "query" else "encode_document", model.encode)
         vectors = method(
             list(texts), batch_size=self.batch_size, convert_to_numpy=True,

@@ -183,6 +183,7 @@ class Worker:
         """The example compressed at the point's budget (a ratio's budget from this example's context), and the
         compressor's time: its wall time, with cache-served model work counted at the time it took when made."""
         budget = point.budget.for_context(compressor.count_tokens(ex.context)) if point.budget is not None else None
+        compressor.warm_up()  # a model that loads on first use is not this example's cost
         start = time.perf_counter()
         compressed = compressor.compress(ex) if budget is None else compressor.compress(ex, budget)
         wall = time.perf_counter() - start
