@@ -231,11 +231,13 @@ def _attach_deltas(cells: list[Cell], items: dict[tuple[str, str], dict[str, flo
             c.delta_ci95, c.p_value = [pd.lo, pd.hi], pd.p_value
 
 
-def paired_vs(base: dict[str, float], other: dict[str, float], strata: dict[str, str] | None = None) -> PairedDelta:
-    """``other - base`` on the example ids both hold (in id order), optionally stratified."""
+def paired_vs(base: dict[str, float], other: dict[str, float], strata: dict[str, str] | None = None, *,
+              scale: float = 100.0) -> PairedDelta:
+    """``other - base`` on the example ids both hold (in id order), optionally stratified; ``scale`` as
+    ``paired_delta`` takes it (100: scores in points; 1: seconds or tokens)."""
     ids = sorted(set(base) & set(other))
     return paired_delta([base[i] for i in ids], [other[i] for i in ids],
-                        strata=[strata[i] for i in ids] if strata else None)
+                        strata=[strata[i] for i in ids] if strata else None, scale=scale)
 
 
 def load_run(run_dir: str | Path) -> RunData:

@@ -8,7 +8,7 @@ backend.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 COLUMN_IN = 3.4
 PAGE_IN = 6.8
@@ -220,4 +220,83 @@ def plot_length_buckets(scores: Mapping[str, Mapping[str, float]], path: str | P
         return _save(fig, path)
 
 
-__all__ = ["plot_curve", "plot_delta_forest", "plot_length_buckets", "plot_position"]
+# Colours and markers follow the compressor's name (and a retrieval line's retriever and order), never a config hash,
+# so a line looks the same in every run and every figure.
+KIND_STYLE = {"full": ("black", "*"), "truncate": ("#7f7f7f", "x"), "summarize": ("#2ca02c", "^"),
+              "llmlingua": ("#d62728", "D"), "top_k": ("#9467bd", "v"), "retrieval": ("#1f77b4", "o")}
+RETRIEVER_COLOURS = {"bm25": "#1f77b4", "minilm": "#ff7f0e", "contriever": "#8c564b", "mcontriever": "#8c564b",
+                     "contriever_msmarco": "#c49c94", "openai": "#e377c2", "hybrid": "#17becf", "rerank": "#bcbd22"}
+ORDER_STYLES = {"score": "-", "document": "--"}
+_OTHER = ("#17becf", "#bcbd22", "#e377c2", "#8c564b", "#ff7f0e", "#9edae5")
+
+
+def line_style(kind: str, retriever: str = "", order: str = "") -> tuple[str, str, str]:
+    """(colour, marker, line style) of a compressor line: fixed by its kind's name, a retrieval line's colour by
+    its retriever and its line style by its order; a name not in the tables gets a colour fixed by its letters."""
+    import zlib
+
+    colour, marker = KIND_STYLE.get(kind, (_OTHER[zlib.crc32(kind.encode()) % len(_OTHER)], "P"))
+    if kind == "retrieval" and retriever:
+        colour = RETRIEVER_COLOURS.get(retriever, _OTHER[zlib.crc32(retriever.encode()) % len(_OTHER)])
+    return colour, marker, ORDER_STYLES.get(order, "-")
+
+
+def plot_tradeoff(panels: Sequence[Any], path: str | Path, *, title: str = "") -> list[Path]:
+    """Score against the context tokens the reader saw (log x), one line per compressor (retriever, order).
+
+    ``panels`` are ``experiments.report.curve.Panel``: per task (and the task average) the points of each line,
+    each ``{"x", "y", "band": (lo, hi) | None, "frontier": bool, "kind", "retriever", "order"}``, and full's
+    point with its score interval.  Bands are the paired 95% intervals against full, drawn around each point's
+    score; full is a hatched horizontal band (its 95% interval) with a star at its own token count; rings mark
+    the Pareto frontier.
+    """
+    plt = _pyplot()
+    from matplotlib.ticker import FuncFormatter
+
+    columns = min(3, len(panels))
+    rows = -(-len(panels) // columns)
+    entries: dict[str, Any] = {}
+    with plt.rc_context(_STYLE):
+        fig, axes = plt.subplots(rows, columns, figsize=(PAGE_IN, 0.6 + 2.3 * rows), squeeze=False,
+                                 layout="constrained")
+        for ax, panel in zip(axes.flat, panels):
+            if panel.full is not None:
+                lo, hi = panel.full["band"]
+                ax.axhspan(lo, hi, facecolor="none", hatch="////", edgecolor="0.7", linewidth=0, zorder=0)
+                ax.axhline(panel.full["y"], color="black", linewidth=0.8, linestyle=":", zorder=1)
+                entries["full"] = ax.plot([panel.full["x"]], [panel.full["y"]], "*", color="black", markersize=7,
+                                          zorder=3)[0]
+                if panel.full.get("frontier"):
+                    ax.plot([panel.full["x"]], [panel.full["y"]], "o", markersize=10, markerfacecolor="none",
+                            markeredgecolor="black", zorder=4)
+            for line, points in panel.lines.items():
+                colour, marker, style = line_style(points[0]["kind"], points[0]["retriever"], points[0]["order"])
+                xs, ys = [p["x"] for p in points], [p["y"] for p in points]
+                entries[line] = ax.plot(xs, ys, marker=marker, linestyle=style, color=colour, markersize=3.5,
+                                        linewidth=1, zorder=2)[0]
+                banded = [p for p in points if p["band"] is not None]
+                if banded:
+                    ax.fill_between([p["x"] for p in banded], [p["band"][0] for p in banded],
+                                    [p["band"][1] for p in banded], color=colour, alpha=0.12, linewidth=0)
+                ring = [p for p in points if p.get("frontier")]
+                ax.plot([p["x"] for p in ring], [p["y"] for p in ring], "o", markersize=9, markerfacecolor="none",
+                        markeredgecolor="black", linewidth=0, zorder=4)
+            ax.set_xscale("log", base=2)  # budgets double: 256, 512, 1024, 2048
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+            ax.minorticks_off()
+            ax.set_title(_fit(panel.task, 48))
+            ax.grid(alpha=0.3)
+        for i, ax in enumerate(axes.flat):
+            if i >= len(panels):
+                ax.set_visible(False)
+            elif i + columns >= len(panels):  # the lowest panel of its column
+                ax.set_xlabel("context tokens seen (mean, log scale)")
+        fig.supylabel("score")
+        if title:
+            fig.suptitle(_fit(title, 110))
+        fig.legend(list(entries.values()), [_fit(name, 60) for name in entries], loc="outside lower center",
+                   ncol=2, frameon=False)
+        return _save(fig, path)
+
+
+__all__ = ["line_style", "plot_curve", "plot_delta_forest", "plot_length_buckets", "plot_position", "plot_tradeoff"]

@@ -11,6 +11,10 @@ its paired 95% interval, its n and a p-value.
   have either sign).  All on the 0-100 scale.
 - ``mean_interval``: one arm's mean with its percentile bootstrap interval
   (curves and position sweeps).
+- ``noninferiority``: "how much can go" as a test: the verdict against a
+  margin, decided by the paired interval's lower bound (the one-sided 2.5%
+  test of TOST), and the one-sided sign-flip p-value of the same hypothesis;
+  ``holm`` adjusts a family of p-values (Holm's step-down procedure).
 
 One sample is resampled by ``scipy.stats.bootstrap`` and sign-flipped by
 ``scipy.stats.permutation_test`` (which enumerates all 2^n sign patterns,
@@ -139,12 +143,14 @@ def _as_groups(values: Sequence[float] | Sequence[np.ndarray]) -> list[np.ndarra
 
 
 def paired_delta(a: Sequence[float], b: Sequence[float], *, strata: Sequence[str] | None = None,
-                 n_resamples: int = N_RESAMPLES, seed: int = SEED, confidence: float = CONFIDENCE) -> PairedDelta:
+                 n_resamples: int = N_RESAMPLES, seed: int = SEED, confidence: float = CONFIDENCE,
+                 scale: float = 100.0) -> PairedDelta:
     """``b - a`` (per-example scores in [0, 1], same order) x 100 with a paired bootstrap interval and p-value.
 
     With ``strata`` (e.g. the task of each pair) the statistic is the mean
     over strata of each stratum's mean difference -- the difference of an
     unweighted average over tasks -- and pairs are resampled within their stratum.
+    ``scale`` multiplies the result (100: scores to points; 1: seconds or tokens as they are).
     """
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if x.shape != y.shape:
@@ -164,7 +170,64 @@ def paired_delta(a: Sequence[float], b: Sequence[float], *, strata: Sequence[str
     else:
         lo, hi = _percentile_interval(_bootstrap_strata(groups, n_resamples, np.random.default_rng(seed)), confidence)
     p = sign_flip_p_value(groups, n_resamples=n_resamples, seed=seed + 1)
-    return PairedDelta(round(100 * point, 2), round(100 * lo, 2), round(100 * hi, 2), round(p, 4), len(d))
+    return PairedDelta(round(scale * point, 2), round(scale * lo, 2), round(scale * hi, 2), round(p, 4), len(d))
+
+
+NOT_WORSE = "not worse than full by more than the margin"
+WORSE = "worse"
+CANNOT_TELL = "cannot tell at this n"
+
+
+def noninferiority(pd: PairedDelta | None, margin: float) -> str:
+    """The verdict on ``arm - full`` (a paired delta in points) against a margin in points.
+
+    TOST-style, by the paired 95% interval (each bound a one-sided 2.5% test):
+    its lower bound above ``-margin``: not worse than full by more than the
+    margin; its upper bound below ``-margin``: worse (by more than the margin);
+    otherwise, or below ``MIN_PAIRS`` pairs, the data cannot tell.
+    """
+    if pd is None or pd.n < MIN_PAIRS or pd.lo != pd.lo:
+        return CANNOT_TELL
+    if pd.lo > -margin:
+        return NOT_WORSE
+    if pd.hi < -margin:
+        return WORSE
+    return CANNOT_TELL
+
+
+def noninferiority_p(differences: Sequence[float], margin: float, *, n_resamples: int = N_RESAMPLES,
+                     seed: int = SEED) -> float:
+    """One-sided p-value of H0 "the mean of ``differences`` (scores in [0, 1], arm - full) is at most
+    ``-margin / 100``": a sign-flip test of the shifted differences ``d + margin / 100`` (exact when
+    all 2^n sign patterns fit in ``n_resamples``)."""
+    from scipy import stats
+
+    x = np.asarray(differences, dtype=float) + margin / 100
+    if len(x) == 0:
+        return float("nan")
+    if not x.any():
+        return 1.0
+    res = stats.permutation_test((x,), lambda v, axis=-1: np.mean(v, axis=axis), permutation_type="samples",
+                                 n_resamples=n_resamples, batch=_CHUNK, alternative="greater", vectorized=True,
+                                 random_state=np.random.default_rng(seed))
+    return float(res.pvalue)
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm's (1979) step-down adjustment of a family of p-values, in the input order.
+
+    The i-th smallest of m p-values becomes ``max over j <= i of min(1, (m - j + 1) p_(j))``; a NaN
+    (a test that could not be run) stays NaN and does not count in the family.
+    """
+    values = [float(p) for p in p_values]
+    order = sorted((i for i, p in enumerate(values) if p == p), key=lambda i: values[i])
+    m = len(order)
+    adjusted = [float("nan")] * len(values)
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * values[i]))
+        adjusted[i] = running
+    return adjusted
 
 
 def format_p(pd: PairedDelta | None) -> str:

@@ -71,6 +71,10 @@ def write_report(run_dir: str | Path, *, plots: bool = True) -> tuple[str, list[
 
     curve_paths = write_curve(curve, run_dir, plots=plots) if curve else []
     plot_paths = _write_plots(run_dir, cells) if plots else []
+    if plots:
+        from experiments.report.curve import write_tradeoff_plots
+
+        plot_paths += write_tradeoff_plots(data, run_dir / "plots")
     plot_paths += [p for p in curve_paths if p.suffix in (".png", ".svg")]
     md = render_markdown(data, tables, plot_paths, curve, contrast_notes)
     write_atomic(run_dir / "report.md", md)
@@ -95,6 +99,9 @@ def report_tables(data: RunData) -> tuple[dict[str, Table], list[str], list]:
     curve = curve_rows(data)
     if curve:
         tables["curve_contrasts"] = curve_contrasts(data)
+    from experiments.report.tradeoff import tradeoff_tables
+
+    tables.update(tradeoff_tables(data))
     return tables, contrast_notes, curve
 
 
@@ -106,6 +113,32 @@ TITLES = {
     "position_contrasts": "First and last position against the middle, paired on the question",
     "curve_contrasts": "Largest k against smallest k, paired on the question",
     "contrasts": "Planned contrasts (the config's `contrasts`: arm minus against, paired on the example)",
+    "budget": "Requested vs achieved: budget, tokens kept and ratio (median [range] over examples), over budget, "
+              "score vs full",
+    "cost": "The cost account (totals per cell; end-to-end = compressor + reader seconds)",
+    "break_even": "Break-even: the budget below which compressing and then reading costs less than reading the full "
+                  "context",
+    "frontier": "The Pareto frontier of tokens seen and score (per task and for the task average)",
+    "noninferiority": "How much can go: non-inferiority against full",
+    "smallest_noninferior": "The smallest non-inferior budget per compressor and task",
+    "order": "Document order minus score order at equal budgets, paired on the example (OP-RAG)",
+    "chunks": "Chunks kept and score along each retrieval line (OP-RAG's inverted U)",
+}
+# what a table's numbers mean, said under its title (docs/metrics.md has the references)
+NOTES = {
+    "cost": "Compressor seconds are its wall time, with model work a cache served (summaries, embeddings) counted "
+            "at the time it took when it was made; reader seconds likewise (`latency_s`). The last column is the "
+            "paired difference per example against full, with its 95% interval.",
+    "break_even": "Time: each budget is cheaper than full when its paired 95% interval of end-to-end seconds per "
+                  "example lies below 0; the break-even is the largest budget up to which every budget is. Model "
+                  "tokens: every token the compressor's models and the reader read or wrote, mean per example.",
+    "noninferiority": "Verdict by the paired 95% interval of (row - full) in score points: its lower bound above "
+                      "-margin: not worse than full by more than the margin; its upper bound below -margin: worse; "
+                      "otherwise (or under 5 pairs) cannot tell at this n. p: one-sided sign-flip test of "
+                      "Δ <= -margin. Holm's adjustment runs over the family of every test in this table (each "
+                      "task × reader × compressed row against the full row of its task and reader).",
+    "chunks": "The peak is the budget with the best score, picked after looking; an inverted U needs both "
+              "differences to exclude 0.",
 }
 
 
@@ -129,7 +162,8 @@ def render_markdown(data: RunData, tables: dict[str, Table], plot_paths: Sequenc
     for name, (header, body) in tables.items():
         notes = list(contrast_notes) if name == "contrasts" else []
         if name != "curve_contrasts" and (body or notes):
-            parts += ["", f"## {TITLES[name]}"] + (["", markdown_table(header, body)] if body else [])
+            parts += ["", f"## {TITLES[name]}"] + ([""] + [NOTES[name]] if name in NOTES and body else [])
+            parts += ["", markdown_table(header, body)] if body else []
             parts += [""] + [f"- not computed: {markdown_cell(n)}" for n in notes] if notes else []
     from experiments.report.judged import judged_cells, judged_table
 
