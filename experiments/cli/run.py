@@ -186,6 +186,6 @@ def show(
     config: Optional[str] = typer.Option(None, "--config", help="Only this config hash (a prefix is enough)."),
 ) -> None:
     """Print one example: question, answers, kept context, the compressor's trace, the prompt and the prediction."""
-    from experiments.report.show import show_example
+    from experiments.report.view_examples import show_example
 
     typer.echo(show_example(run_dir, example_id, config_hash=config))

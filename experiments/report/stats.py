@@ -207,6 +207,8 @@ def noninferiority_p(differences: Sequence[float], margin: float, *, n_resamples
         return float("nan")
     if not x.any():
         return 1.0
+    if len(x) == 1:  # two sign patterns: the observed one is the larger only when it is positive
+        return 0.5 if x[0] > 0 else 1.0
     res = stats.permutation_test((x,), lambda v, axis=-1: np.mean(v, axis=axis), permutation_type="samples",
                                  n_resamples=n_resamples, batch=_CHUNK, alternative="greater", vectorized=True,
                                  random_state=np.random.default_rng(seed))

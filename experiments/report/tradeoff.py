@@ -56,6 +56,7 @@ class Arm:
     order: str = ""
     params: dict[str, Any] = field(default_factory=dict)
     recs: list[Prediction] = field(default_factory=list)
+    time_vs_full: PairedDelta | None = None  # end-to-end ms per example against full, paired (set by ``arms``)
 
     @property
     def kind(self) -> str:
@@ -103,6 +104,8 @@ def arms(data: RunData) -> list[Arm]:
         retriever = retriever.get("name", "") if isinstance(retriever, dict) else str(retriever)
         order = str(params.get("order") or "score") if c.compressor_kind == "retrieval" else ""
         out.append(Arm(c, line, budget, retriever, order, params, recs.get((c.task, c.config_hash), [])))
+    for base, arm in compared(out):
+        arm.time_vs_full = paired_arms(base, arm, "e2e_s")
     return out
 
 
@@ -111,7 +114,7 @@ def full_arms(all_arms: Sequence[Arm]) -> dict[tuple[str, str], Arm]:
     return {(a.cell.task, a.cell.reader): a for a in all_arms if a.cell.is_full}
 
 
-def _compared(all_arms: Sequence[Arm]) -> list[tuple[Arm, Arm]]:
+def compared(all_arms: Sequence[Arm]) -> list[tuple[Arm, Arm]]:
     """(full, arm) for every compressed arm whose task and reader have a full-context cell."""
     full = full_arms(all_arms)
     return [(full[(a.cell.task, a.cell.reader)], a) for a in all_arms
@@ -175,12 +178,10 @@ def cost_table(all_arms: Sequence[Arm]) -> Table:
     header = ["task", "reader", "compressor", "budget", "n", "compressor s", "compressor model calls (cached)",
               "compressor model tokens in/out", "embedded texts (cached)", "reader prompt tokens",
               "reader generated tokens", "reader s", "end-to-end s", "end-to-end ms/example vs full [95% CI]"]
-    full = full_arms(all_arms)
     body = []
     for a in all_arms:
         total = lambda name: sum(getattr(r, name) for r in a.recs)  # noqa: E731
-        base = full.get((a.cell.task, a.cell.reader))
-        vs = "" if base is None or a is base else format_delta(paired_arms(base, a, "e2e_s")) or ""
+        vs = format_delta(a.time_vs_full) if a.time_vs_full is not None else ""
         body.append([a.cell.task, a.cell.reader, a.line, budget_text(a.budget) or "—", str(len(a.recs)),
                      f"{total('compress_s'):.2f}", f"{total('compress_calls')} ({total('compress_cache_hits')})",
                      f"{total('compress_tokens_in')}/{total('compress_tokens_out')}",
@@ -195,6 +196,12 @@ def _cheaper(pd: PairedDelta) -> bool | None:
     if pd.n < MIN_PAIRS or pd.lo != pd.lo:
         return None
     return True if pd.hi < 0 else False if pd.lo > 0 else None
+
+
+def _mean_difference(base: dict[str, float], other: dict[str, float]) -> float:
+    """Mean of ``other - base`` over the ids both hold (NaN when none): token counts need no interval."""
+    ids = set(base) & set(other)
+    return statistics.fmean(other[i] - base[i] for i in ids) if ids else float("nan")
 
 
 def _break_even(points: Sequence[tuple[str, bool | None]]) -> str:
@@ -221,11 +228,11 @@ def break_even_table(all_arms: Sequence[Arm]) -> Table:
         if base is None:
             continue
         labels = [budget_text(a.budget) or a.line for a in points]
-        time = [paired_arms(base, a, "e2e_s") for a in points]
-        tokens = [paired_arms(base, a, "model_tokens") for a in points]
+        time = [a.time_vs_full or paired_arms(base, a, "e2e_s") for a in points]
+        tokens = [_mean_difference(base.per_example("model_tokens"), a.per_example("model_tokens")) for a in points]
         body.append([task, reader, line, ", ".join(labels), "; ".join(f"{t.delta:+.0f}" for t in time),
                      _break_even(list(zip(labels, map(_cheaper, time)))),
-                     _break_even([(b, t.delta < 0 if t.n else None) for b, t in zip(labels, tokens)])])
+                     _break_even([(b, t < 0 if t == t else None) for b, t in zip(labels, tokens)])])
     return header, body
 
 
@@ -233,7 +240,7 @@ def noninferiority_rows(all_arms: Sequence[Arm], items: Items, margin: float) ->
     """One test per compressed cell against full: the paired delta, the verdict, the one-sided p-value and
     its Holm adjustment over all of them (the family: every task x reader x compressed row of the run)."""
     rows = []
-    for base, a in _compared(all_arms):
+    for base, a in compared(all_arms):
         pd = paired_arms(base, a, "score", items)
         full_items = items.get((base.cell.task, base.cell.config_hash), {})
         arm_items = items.get((a.cell.task, a.cell.config_hash), {})
