@@ -167,12 +167,25 @@ def report(
 def compare(
     run_a: Path = typer.Argument(...),
     run_b: Path = typer.Argument(...),
+    match: List[str] = typer.Option([], "--match", help="Take A's and B's rows with these names as the same rows: "
+                                    "FIELD=A_VALUE:B_VALUE, FIELD one of task, reader, compressor, e.g. "
+                                    "--match reader=smollm2:gemma (repeatable)."),
     plain: bool = typer.Option(False, "--plain", help="Plain Markdown tables (the default when stdout is not a terminal)."),
 ) -> None:
-    """Compare the scores of two runs cell by cell."""
+    """Compare two runs cell by cell, paired on the examples both scored (B - A with its 95% interval and p).
+
+    Where both runs have a full-context row, each row also gives both changes against full and their
+    difference (a difference of differences), paired on the examples all four cells scored.
+    """
     from experiments.report.compare import compare_runs
 
-    header, body, notes = compare_runs(run_a, run_b)
+    pairs = {}
+    for item in match:
+        name, sep, value = item.partition("=")
+        if not sep or not value:
+            raise UserError(f"--match {item!r}: expected FIELD=A_VALUE:B_VALUE, e.g. reader=smollm2:gemma")
+        pairs[name.strip()] = value.strip()
+    header, body, notes = compare_runs(run_a, run_b, pairs)
     if body:
         print_table(header, body, plain=plain_output(plain))
     for note in notes:

@@ -148,7 +148,7 @@ def test_write_report_and_compare(tmp_path):
     assert "| r | full | 100.00 |" in md
     assert json.loads((tmp_path / "a" / "scores.json").read_text())["cells"][0]["score"] == 100.0
     header, body, notes = compare_runs(tmp_path / "a", tmp_path / "b")
-    assert body == [["hotpotqa", "r", "full", "100.00", "0.00", "-100.00", "1", "1"]] and notes == []
+    assert body == [["hotpotqa", "r", "full", "100.00", "0.00", "-100.00 (n=1)", "", "1", "1", "1"]] and notes == []
 
 
 def test_compare_with_no_common_cell_warns_instead_of_half_empty_rows(tmp_path):
