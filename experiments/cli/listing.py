@@ -38,7 +38,10 @@ def _params(target: Any) -> str:
 
 
 def describe(kind: str, name: str, target: Any) -> list[str]:
-    """(name, description, parameters or settings) for one registered entry."""
+    """(name, description, parameters or settings) for one registered entry; a compressor also says how it
+    takes a token budget (``Compressor.budget_support``: none, guaranteed, best_effort)."""
+    if kind == "compressors":
+        return [name, _first_line(target.__doc__), str(getattr(target, "budget_support", "none")), _params(target)]
     if kind == "tasks":
         return [name, f"{target.family}, {target.category}", f"metric={target.metric}, max_new_tokens={target.max_new_tokens}"]
     if kind == "metrics":
@@ -62,6 +65,7 @@ def list_components(
     """List tasks, metrics, compressors, retrievers, readers or chunkers, with their parameters and defaults."""
     for k in [kind] if kind else KINDS:
         third = {"tasks": "settings", "metrics": "reference"}.get(k, "parameters (defaults)")
-        print_table(["name", "description", third], rows(k), plain=plain_output(plain), title=k)
+        header = ["name", "description", "budget", third] if k == "compressors" else ["name", "description", third]
+        print_table(header, rows(k), plain=plain_output(plain), title=k)
         if kind is None:
             typer.echo("")
