@@ -1,0 +1,208 @@
+"""The trade-off report on scripted runs: break-even, non-inferiority against a by-hand computation, Holm against
+statsmodels, the Pareto frontier, the picture's stable styles, document vs score order, and paired comparisons
+across runs (a difference of differences across readers)."""
+from __future__ import annotations
+
+import itertools
+import json
+
+import numpy as np
+import pytest
+
+from experiments.data.records import Prediction, budget_row_label
+from experiments.data.store import RunDir
+from experiments.report.cells import load_run
+from experiments.report.compare import compare_runs
+from experiments.report.curve import frontier_table, panels, write_tradeoff_plots
+from experiments.report.plots import line_style
+from experiments.report.stats import (
+    CANNOT_TELL,
+    NOT_WORSE,
+    WORSE,
+    holm,
+    noninferiority,
+    noninferiority_p,
+    paired_delta,
+)
+from experiments.report.tradeoff import arms, break_even_table, noninferiority_rows, order_table, tradeoff_tables
+from experiments.report.write import write_report
+
+BUDGETS = (256, 512, 1024)
+
+
+def pred(task, id_, h, compressor, kind, score, *, reader="r", budget=None, tin=3000, tout=None, compress_s=0.0,
+         latency_s=1.0, rtin=None, rtout=10, ctin=0, ctout=0, kept=()):
+    tout = tin if tout is None else tout
+    return Prediction(task=task, id=id_, config_hash=h, compressor=compressor, compressor_kind=kind, reader=reader,
+                      prediction="", metric="qa_f1", score=score, tokens_in=tin, tokens_out=tout, budget=budget,
+                      reader_tokens_in=rtin if rtin is not None else tout + 50, reader_tokens_out=rtout,
+                      latency_s=latency_s, compress_s=compress_s, compress_tokens_in=ctin, compress_tokens_out=ctout,
+                      kept_chunks=list(kept))
+
+
+def write_run(run_dir, preds, points, margin=5.0):
+    run_dir.mkdir(parents=True)
+    files = RunDir(run_dir)
+    for p in preds:
+        files.predictions.append(p)
+    (run_dir / "grid.json").write_text(json.dumps({"tasks": [{"key": t, "name": t} for t in
+                                                             dict.fromkeys(p.task for p in preds)],
+                                                   "points": points, "contrasts": [], "margin": margin}))
+    return load_run(run_dir)
+
+
+def point(h, name, budget=None, **params):
+    out = {"config_hash": h, "compressor": {"name": name, "params": params}, "reader": {"name": "r", "params": {}}}
+    if budget is not None:
+        out["budget"] = {"tokens": budget}
+    return out
+
+
+def scripted_run(tmp_path, n=8):
+    """Full reads 3,000 tokens in 2.0 s; a summarize line costs 0.5 s per 256 budget tokens to compress and reads
+    its budget at 1 s per 1,000 tokens, so end-to-end it is cheaper than full at 256 and 512 but not at 1024."""
+    preds, points = [], [point("F", "full")]
+    for i in range(n):
+        preds.append(pred("qa", f"q{i}", "F", "full", "full", 1.0 if i % 2 else 0.5, latency_s=2.0 + 0.01 * i,
+                          rtin=3000))
+    for b in BUDGETS:
+        h = f"S{b}"
+        points.append(point(h, "summarize", b, chunk_size=1000))
+        label = budget_row_label("summarize(longbench:1000)", {"tokens": b})
+        for i in range(n):
+            compress = 0.5 * b / 256 + 0.01 * i  # the same spread as full's latency: differences are exact
+            preds.append(pred("qa", f"q{i}", h, label, "summarize", 1.0 if i % 2 else 0.5, budget=b, tout=b - 6,
+                              compress_s=compress, latency_s=b / 1000, ctin=4 * b, ctout=b))
+    return preds, points
+
+
+def test_break_even_on_a_scripted_run(tmp_path):
+    preds, points = scripted_run(tmp_path)
+    data = write_run(tmp_path / "run", preds, points)
+    header, body = break_even_table(arms(data))
+    (row,) = body
+    # end-to-end per example vs full: 0.5 + 0.256 - 2 = -1.24 s; 1.0 + 0.512 - 2 = -0.49 s; 2.0 + 1.024 - 2 = +1.02 s
+    assert row[header.index("end-to-end ms/example vs full, per budget")] == "-1244; -488; +1024"
+    assert row[header.index("break-even (time)")] == "512 (cheaper up to it; not at 1024)"
+    # model tokens vs full (3,000 + 10): 256 -> 250 + 50 + 10 + 1024 + 256 = 1590; 512 -> 3126; 1024 -> 6198
+    assert row[header.index("break-even (model tokens)")] == "256 (cheaper up to it; not at 512)"
+
+
+def test_noninferiority_decision_on_constructed_pairs_against_a_by_hand_computation():
+    rng = np.random.default_rng(7)
+    full = rng.integers(0, 2, 40).astype(float)
+    for shift, expected in ((0.0, NOT_WORSE), (-0.5, WORSE), (None, CANNOT_TELL)):
+        if shift is None:  # half the outcomes flipped at random: an interval too wide to tell at a 5-point margin
+            arm = np.where(rng.random(40) < 0.5, 1 - full, full)
+        else:
+            arm = np.clip(full + shift, 0, 1) if shift else full.copy()
+        pd = paired_delta(full, arm)
+        # by hand: a percentile bootstrap of the mean difference, resampled with numpy's own generator
+        d = arm - full
+        means = d[rng.integers(0, 40, size=(20_000, 40))].mean(axis=1)
+        lo, hi = 100 * np.quantile(means, [0.025, 0.975])
+        by_hand = NOT_WORSE if lo > -5 else WORSE if hi < -5 else CANNOT_TELL
+        assert noninferiority(pd, 5.0) == by_hand == expected, (shift, pd, lo, hi)
+    assert noninferiority(paired_delta([1.0] * 4, [1.0] * 4), 5.0) == CANNOT_TELL  # under 5 pairs
+
+
+def test_the_noninferiority_p_value_is_the_exact_sign_flip_test_of_the_shifted_differences():
+    d = np.array([0.0, -0.1, 0.2, -0.05, 0.0, 0.1, -0.2, 0.05, 0.0, 0.3])
+    x = d + 0.05  # margin 5 points on the 0-1 scale
+    patterns = [np.array(s) for s in itertools.product((1, -1), repeat=len(x))]
+    exact = np.mean([np.mean(s * x) >= x.mean() - 1e-12 for s in patterns])
+    assert noninferiority_p(d, 5.0) == pytest.approx(exact, abs=1e-9)
+
+
+def test_holm_matches_statsmodels_multipletests():
+    multipletests = pytest.importorskip("statsmodels.stats.multitest").multipletests
+    rng = np.random.default_rng(3)
+    for size in (1, 2, 7, 30):
+        p = np.round(rng.random(size) ** 3, 3)  # rounded: ties
+        assert holm(p) == pytest.approx(list(multipletests(p, method="holm")[1]), abs=1e-12)
+    with_nan = [0.01, float("nan"), 0.04, 0.03]
+    adjusted = holm(with_nan)
+    assert adjusted[1] != adjusted[1]  # not a test: stays NaN and is not counted
+    assert [adjusted[i] for i in (0, 2, 3)] == pytest.approx(list(multipletests([0.01, 0.04, 0.03], method="holm")[1]))
+
+
+def test_the_holm_family_is_every_test_of_the_run_and_the_report_names_it(tmp_path):
+    preds, points = scripted_run(tmp_path)
+    data = write_run(tmp_path / "run", preds, points, margin=10.0)
+    rows = noninferiority_rows(arms(data), data.items(), 10.0)
+    assert [r["p_holm"] for r in rows] == pytest.approx(holm([r["p"] for r in rows]))
+    header, body = tradeoff_tables(data)["noninferiority"]
+    assert header[-1] == "p Holm (family of 3 tests)" and header[6] == "verdict (margin 10)"
+    assert {row[6] for row in body} == {NOT_WORSE}  # identical scores: Δ = 0 with a zero-width interval
+    md, _ = write_report(tmp_path / "run", plots=False)
+    assert "over the family of every test in this table" in md
+    assert "| qa | r | summarize(longbench:1000) | 256, 512, 1024 | 256 | yes |" in md  # smallest non-inferior
+
+
+def test_the_pareto_frontier_and_the_picture(tmp_path):
+    preds, points = scripted_run(tmp_path)
+    # a retrieval line that scores 0 everywhere: dominated by every summarize point
+    for b in BUDGETS:
+        points.append(point(f"R{b}", "retrieval", b, retriever="minilm", order="document"))
+        preds += [pred("qa", f"q{i}", f"R{b}", budget_row_label("retrieval(minilm, 100x*, order=document)",
+                                                                 {"tokens": b}), "retrieval", 0.0, budget=b, tout=b - 1)
+                  for i in range(8)]
+    data = write_run(tmp_path / "run", preds, points)
+    header, body = frontier_table(panels(arms(data), data.items()))
+    # every line scores as full does but the retrieval one; the frontier is the fewest tokens at that score
+    assert [(row[2], row[3]) for row in body] == [("summarize(longbench:1000)", "256")]
+    paths = write_tradeoff_plots(data, tmp_path / "plots")
+    svg = next(p for p in paths if p.suffix == ".svg").read_text()
+    assert line_style("retrieval", "minilm", "document") == ("#ff7f0e", "o", "--")
+    assert line_style("summarize") == ("#2ca02c", "^", "-") and "#2ca02c" in svg and "#ff7f0e" in svg
+
+
+def test_document_order_against_score_order_at_equal_budgets(tmp_path):
+    preds, points = [], [point("F", "full")]
+    preds += [pred("qa", f"q{i}", "F", "full", "full", 1.0) for i in range(6)]
+    for order, score in (("score", 0.0), ("document", 1.0)):
+        for b in (256, 512):
+            h = f"{order}{b}"
+            points.append(point(h, "retrieval", b, retriever="bm25", chunk_size=100, order=order))
+            label = budget_row_label(f"retrieval(bm25, 100x*, order={order})", {"tokens": b})
+            preds += [pred("qa", f"q{i}", h, label, "retrieval", score if i < 5 else 0.5, budget=b, tout=b - 3,
+                           kept=("a", "b")) for i in range(6)]
+    data = write_run(tmp_path / "run", preds, points)
+    header, body = order_table(arms(data), data.items())
+    assert [(row[2], row[4].split(" ")[0]) for row in body] == [("256", "+83.33"), ("512", "+83.33")]
+    assert all(row[-1] == "6" for row in body)
+
+
+def test_compare_pairs_on_the_examples_both_runs_scored_and_warns(tmp_path):
+    a = [pred("qa", f"q{i}", "F", "full", "full", 1.0) for i in range(3)]
+    b = [pred("qa", f"q{i}", "F", "full", "full", 0.0 if i < 3 else 1.0) for i in range(6)]
+    write_run(tmp_path / "a", a, [point("F", "full")])
+    write_run(tmp_path / "b", b, [point("F", "full")])
+    header, body, notes = compare_runs(tmp_path / "a", tmp_path / "b")
+    (row,) = body
+    # over the 3 common examples B scored 0, A 1; B's other 3 examples (all 1.0) do not enter
+    assert row[3:6] == ["100.00", "0.00", "-100.00 (n=3)"] and row[7:] == ["3", "3", "6"]
+    assert notes == ["qa | r | full: A scored 3 example(s), B 6, 3 in common; A, B and B - A are over the common ones"]
+
+
+def test_compare_across_readers_gives_a_difference_of_differences(tmp_path):
+    """Retrieval helps the weak reader by +0.5 on every example and the strong one by 0: the difference of the two
+    changes is -50 points, paired on the examples all four cells scored."""
+    preds = []
+    for reader, full_score, arm_score in (("weak", 0.25, 0.75), ("strong", 0.75, 0.75)):
+        preds += [pred("qa", f"q{i}", f"F{reader}", "full", "full", full_score, reader=reader) for i in range(8)]
+        preds += [pred("qa", f"q{i}", f"R{reader}", "bm25", "retrieval", arm_score, reader=reader) for i in range(8)]
+    points = [point(h, n) for h, n in (("Fweak", "full"), ("Rweak", "retrieval"), ("Fstrong", "full"),
+                                         ("Rstrong", "retrieval"))]
+    write_run(tmp_path / "run", preds, points)
+    header, body, notes = compare_runs(tmp_path / "run", tmp_path / "run", {"reader": "weak:strong"})
+    rows = {row[2]: dict(zip(header, row)) for row in body}
+    assert rows["bm25"]["reader"] == "weak : strong"
+    assert rows["bm25"]["A - full"].startswith("+50.00") and rows["bm25"]["B - full"].startswith("+0.00")
+    assert rows["bm25"]["(B - full) - (A - full) [95% CI]"].startswith("-50.00 [-50.00, -50.00]*")
+    assert rows["bm25"]["n (diff of diffs)"] == "8" and rows["full"]["B - A [95% CI]"].startswith("+50.00")
+    assert notes == []
+    from core.errors import UserError
+
+    with pytest.raises(UserError, match="expected A_VALUE:B_VALUE"):
+        compare_runs(tmp_path / "run", tmp_path / "run", {"reader": "weak-strong"})

@@ -1,0 +1,140 @@
+"""A budget axis in a run config: grid points and their hashes, one-line refusals, and what each prediction records
+(budget, achieved tokens and ratio, over budget, the compressor's model work with cached work at its recorded time)."""
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Sequence
+
+import pytest
+
+from core.errors import ParamError
+from experiments.report.cells import load_run
+from experiments.report.tradeoff import arms, budget_table
+from experiments.run.config import ConfigError, parse_config
+from experiments.run.driver import Runner
+from experiments.run.grid import expand_grid, short_hash
+from readers.base import Generation, GenerationRequest, Reader
+from readers.registry import make_reader
+
+TASK = {"name": "nq_multidoc", "synthetic": {"kind": "multidoc_qa", "n": 6, "num_docs": 6, "words_per_doc": 40}}
+
+
+def config(**extra):
+    return parse_config({"name": "b", "tasks": [TASK], "readers": ["extractive"], "batch_size": 4, **extra})
+
+
+def lines(run_dir):
+    return [json.loads(line) for line in (run_dir / "predictions.jsonl").read_text().splitlines()]
+
+
+def test_a_run_level_budget_is_an_axis_of_every_compressor_that_takes_one_and_full_runs_once():
+    cfg = config(budget=[64, 128], compressors=["full", {"name": "truncate"},
+                                                {"name": "retrieval", "params": {"top_n": [1, 2]}}])
+    points = expand_grid(cfg)
+    assert [(p.compressor.name, p.compressor.params.get("top_n"), p.budget and p.budget.tokens) for p in points] == [
+        ("full", None, None), ("truncate", None, 64), ("truncate", None, 128), ("retrieval", 1, 64),
+        ("retrieval", 1, 128), ("retrieval", 2, 64), ("retrieval", 2, 128)]
+    # the budget is part of a point's hash; a point without one hashes as it always did
+    full = points[0]
+    assert full.config_hash == short_hash({"compressor": {"name": "full", "params": {}},
+                                           "reader": {"name": "extractive", "params": {}}})
+    assert points[1].config_hash == short_hash({"compressor": {"name": "truncate", "params": {}},
+                                                "reader": {"name": "extractive", "params": {}},
+                                                "budget": {"tokens": 64}})
+    assert len({p.config_hash for p in points}) == len(points)
+
+
+def test_a_compressor_section_has_its_own_axis_or_none():
+    cfg = config(budget=[64, 128], compressors=[
+        {"name": "truncate", "ratio": [2, 4]},
+        {"name": "retrieval", "params": {"top_n": 2}, "budget": []},
+        {"name": "truncate", "params": {"max_tokens": 50}, "budget": []}])
+    points = expand_grid(cfg)
+    assert [(p.budget.as_key() if p.budget else None) for p in points] == [{"ratio": 2.0}, {"ratio": 4.0}, None, None]
+
+
+@pytest.mark.parametrize("extra, message", [
+    ({"budget": [64], "ratio": [2]}, "give budget or ratio, not both"),
+    ({"budget": [64, 64]}, "budget lists a value twice"),
+    ({"ratio": [1]}, "greater than 1"),
+    ({"budget": [0]}, "greater than 0"),
+    ({"compressors": [{"name": "truncate", "budget": [8], "ratio": [2]}]}, "give budget or ratio, not both"),
+])
+def test_bad_axes_are_one_config_error(extra, message):
+    with pytest.raises(ConfigError, match=message):
+        config(**extra)
+
+
+@pytest.mark.parametrize("compressor, message", [
+    ({"name": "full", "budget": [64]}, "compressor 'full' takes no token budget"),
+    ({"name": "truncate", "params": {"max_tokens": 20}, "budget": [64]}, "max_tokens and the budget axis"),
+    ({"name": "truncate"}, "give max_tokens, or put it on a budget axis"),
+])
+def test_a_budget_where_none_is_taken_is_refused_before_anything_is_written(tmp_path, compressor, message):
+    built = []
+
+    def factory(name, **params):
+        built.append(name)
+        return make_reader(name, **params)
+
+    with pytest.raises(ParamError, match=message) as err:
+        Runner(config(compressors=[compressor]), tmp_path / "run", reader_factory=factory, progress=False)
+    assert "\n" not in str(err.value) and built == [] and not (tmp_path / "run" / "config.yaml").exists()
+
+
+def test_each_prediction_records_its_budget_and_the_achieved_ratio_arithmetic(tmp_path):
+    Runner(config(ratio=[2, 4], compressors=["full", {"name": "truncate", "params": {"policy": "right"}}]),
+           tmp_path / "run", progress=False).run()
+    recs = lines(tmp_path / "run")
+    full = {r["id"]: r for r in recs if r["compressor"] == "full"}
+    assert "budget" not in next(iter(full.values()))  # a run without a budget writes none of the new fields
+    for r in recs:
+        if r["compressor"] == "full":
+            continue
+        ratio = 2 if r["compressor"].endswith("@1/2") else 4
+        assert r["compressor"] in ("truncate(right) @1/2", "truncate(right) @1/4")
+        assert r["tokens_in"] == full[r["id"]]["tokens_in"]
+        assert r["budget"] == r["tokens_in"] // ratio  # floor(context tokens / ratio), from this example's context
+        assert r["tokens_out"] <= r["budget"] and "over_budget" not in r
+    run = load_run(tmp_path / "run")
+    header, body = budget_table(arms(run))
+    row = next(b for b in body if b[2] == "truncate(right)" and b[3] == "1/4")
+    quarter = [r for r in recs if r["compressor"].endswith("@1/4")]
+    ratios = [r["tokens_in"] / r["tokens_out"] for r in quarter]
+    assert row[header.index("ratio in/out (median [range])")] == (
+        f"{statistics.median(ratios):.2f} [{min(ratios):.2f}, {max(ratios):.2f}]")
+    assert row[header.index("budget tokens (median)")] == f"{statistics.median(r['budget'] for r in quarter):.0f}"
+    assert row[header.index("over budget")] == f"0/{len(quarter)}"
+
+
+class SlowSummarizer(Reader):
+    """Writes the first sentence of each prompt as its summary and says each call took 0.7 s (it takes none)."""
+
+    identity = "slow-summarizer"
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
+        out = []
+        for r in requests:
+            text = r.prompt.split("Text:\n", 1)[-1].split(". ")[0] + "."
+            out.append(Generation(text=text, tokens_in=len(r.prompt.split()), tokens_out=len(text.split()),
+                                  latency_s=0.7))
+        return out
+
+
+def test_cached_summaries_report_the_time_they_took_when_made_never_the_cache_hit(tmp_path):
+    cfg = config(budget=[120], compressors=[{"name": "summarize", "params": {"chunk_size": 80}}])
+
+    def factory(name, **params):
+        return SlowSummarizer()
+
+    Runner(cfg, tmp_path / "first", progress=False, reader_factory=factory).run()
+    Runner(cfg, tmp_path / "second", progress=False, reader_factory=factory).run()  # every summary from the cache
+    first, second = lines(tmp_path / "first"), lines(tmp_path / "second")
+    for a, b in zip(first, second):
+        chunks = a["compress_calls"]
+        assert chunks >= 2 and "compress_cache_hits" not in a
+        assert (b.get("compress_calls", 0), b["compress_cache_hits"]) == (0, chunks)
+        assert a["compress_model_s"] == b["compress_model_s"] == pytest.approx(0.7 * chunks)
+        assert b["compress_s"] >= 0.7 * chunks - 1e-3  # the recorded time, not the near-zero time of the hit
+        assert b["compress_tokens_in"] == a["compress_tokens_in"] > 0
