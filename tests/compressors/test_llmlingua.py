@@ -10,6 +10,7 @@ from compressors.base import CompressionError
 from compressors.registry import COMPRESSORS, make_compressor
 from core.errors import ParamError
 from indexes.types import Passage
+from tests.support.tiny_lm import build_tiny_lm
 
 pytest.importorskip("llmlingua")
 
@@ -26,26 +27,7 @@ QUESTION = "What is the capital of France?"
 @pytest.fixture(scope="module")
 def tiny_lm(tmp_path_factory):
     """A 2-layer Llama with random (seeded) weights and a byte-level BPE tokenizer trained here, which round-trips text."""
-    import torch
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
-
-    bpe = Tokenizer(models.BPE())
-    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    bpe.decoder = decoders.ByteLevel()
-    bpe.train_from_iterator(SENTENCES, trainers.BpeTrainer(
-        vocab_size=300, special_tokens=["<s>", "</s>", "<pad>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False))
-    tok = PreTrainedTokenizerFast(tokenizer_object=bpe, bos_token="<s>", eos_token="</s>", pad_token="<pad>",
-                                  clean_up_tokenization_spaces=False)
-    config = LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024,
-                         pad_token_id=tok.pad_token_id, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)
-    torch.manual_seed(0)
-    folder = tmp_path_factory.mktemp("tiny-bpe-llama")
-    LlamaForCausalLM(config).save_pretrained(folder)
-    tok.save_pretrained(folder)
-    return str(folder)
+    return build_tiny_lm(tmp_path_factory.mktemp("tiny-bpe-llama"), SENTENCES)
 
 
 class CharTokenizer:
@@ -188,3 +170,16 @@ def test_smollm2_ranks_the_gold_passage_first(shared_data, make_item):
             kept += any(a.lower() in out.text.lower() for a in group[j]["answers"])
     print(f"\ngold passage ranked first {first} of 10; answer kept in {kept} of 10")
     assert first >= 8 and kept >= 5
+
+
+def test_a_budget_sets_the_target_and_an_overshoot_is_recorded_not_cut(tiny_lm, make_item):
+    comp = compressor(tiny_lm)
+    assert comp.budget_support == "best_effort" and comp.line_label == "llmlingua"
+    item = make_item(CONTEXT, QUESTION)
+    for budget in (5, len(CONTEXT) // 2):
+        out = comp.compress(item, budget)
+        assert out.budget == budget and out.over_budget == (out.tokens_out > budget) == out.trace["over_budget"]
+        assert out.work.calls == 1 and out.work.tokens_in == out.trace["lm_tokens_in"] > 0
+    assert comp.compress(item, 5).over_budget  # five characters cannot hold what llmlingua keeps
+    whole = comp.compress(item, len(CONTEXT) + 10)  # the documents joined by blank lines are a little longer
+    assert whole.text == CONTEXT and not whole.over_budget and whole.work.calls == 0

@@ -10,6 +10,7 @@ import yaml
 from experiments.report.write import write_report
 from experiments.run.config import parse_config
 from experiments.run.driver import Runner
+from tests.support.tiny_lm import build_tiny_lm
 
 CONFIGS = Path(__file__).resolve().parents[3] / "experiments" / "configs"
 
@@ -52,3 +53,46 @@ def test_study_config_runs_end_to_end_and_reruns_identically(name, shared_data, 
         assert (out / "curve.csv").is_file()
     else:
         assert "Accuracy by gold/key position" in md
+
+
+@pytest.mark.slow
+def test_the_budget_sweep_runs_end_to_end_and_its_report_has_every_tradeoff_table(shared_data, tmp_path):
+    """budget_sweep.yaml on a 2-example slice with the extractive reader. Two stand-ins keep it to CI's minutes:
+    summaries are query-focused (the extractive reader cannot write generic ones; the budget path is the same),
+    and LongLLMLingua's LM is a tiny random Llama built here (its compressions are meaningless; the sweep's
+    plumbing is what runs)."""
+    cfg = _slice("budget_sweep.yaml", limit=2)
+    text = [line for name in ("leval/news_summ.jsonl", "leval/gov_report_summ.jsonl")
+            for line in (shared_data / name).read_text(encoding="utf-8").splitlines()]
+    lm = build_tiny_lm(tmp_path / "lm", text, vocab_size=8000)  # tokens about words: fewer LM steps per context
+    for comp in cfg["compressors"]:
+        if isinstance(comp, dict) and comp["name"] == "summarize":
+            comp["params"]["query_focused"] = True
+        if isinstance(comp, dict) and comp["name"] == "llmlingua":
+            comp["params"] = {"model": lm, "device": "cpu"}
+    out = tmp_path / "sweep"
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny models gain nothing from threads, and lose much when the cores are busy
+    try:
+        first = _run(cfg, out)
+    finally:
+        torch.set_num_threads(threads)
+    assert first.predicted > 0
+    md, plots = write_report(out, plots=True)
+    for title in ("Requested vs achieved", "The cost account", "Break-even", "The Pareto frontier",
+                  "How much can go: non-inferiority against full", "The smallest non-inferior budget",
+                  "Document order minus score order at equal budgets", "Chunks kept and score along each retrieval"):
+        assert f"## {title}" in md, title
+    assert "p Holm (family of" in md and "verdict (margin 5)" in md
+    assert any(p.name == "tradeoff_extractive.png" for p in plots)
+    for name in ("budget", "cost", "break_even", "frontier", "noninferiority", "smallest_noninferior", "order", "chunks"):
+        assert (out / "tables" / f"{name}.csv").is_file(), name
+    budgets = {line.split(" @")[-1] for line in (out / "scores.csv").read_text().splitlines() if " @" in line}
+    assert {"256", "512", "1024", "2048"} <= {b.split(",")[0] for b in budgets}
+    tables = (out / "scores.csv").read_text()
+    second = _run(cfg, out)
+    assert (second.predicted, second.model_calls) == (0, 0)
+    write_report(out, plots=False)
+    assert (out / "scores.csv").read_text() == tables
