@@ -128,7 +128,7 @@ def dry_run(worker: Worker, done: set[RecordKey]) -> list[PlannedPoint]:
                     summaries += -(-reader.count_tokens(ex.context) // int(point.compressor.params.get("chunk_size", 500)))
                     continue
                 try:
-                    request = build_request(spec, compressor.compress(ex), ex, options)
+                    request = build_request(spec, worker.compress(point, compressor, ex)[0], ex, options)
                 except ExampleFailure:
                     continue  # the run will record it as failed
                 hits += reader.is_cached(request)

@@ -152,7 +152,7 @@ class Worker:
         staged: list[tuple[Example, CompressedContext, GenerationRequest, float]] = []
         for ex in (by_id[i] for i in unit.ids):
             try:
-                compressed, compress_s = self._compress(point, compressor, ex)
+                compressed, compress_s = self.compress(point, compressor, ex)
             except ExampleFailure as err:  # recorded, retried on --resume; never scored
                 result.failures.append(keyed.failure(ex, "compress", err))
                 if progress is not None:
@@ -179,7 +179,7 @@ class Worker:
         return result
 
     @staticmethod
-    def _compress(point: GridPoint, compressor: Compressor, ex: Example) -> tuple[CompressedContext, float]:
+    def compress(point: GridPoint, compressor: Compressor, ex: Example) -> tuple[CompressedContext, float]:
         """The example compressed at the point's budget (a ratio's budget from this example's context), and the
         compressor's time: its wall time, with cache-served model work counted at the time it took when made."""
         budget = point.budget.for_context(compressor.count_tokens(ex.context)) if point.budget is not None else None

@@ -138,3 +138,13 @@ def test_cached_summaries_report_the_time_they_took_when_made_never_the_cache_hi
         assert a["compress_model_s"] == b["compress_model_s"] == pytest.approx(0.7 * chunks)
         assert b["compress_s"] >= 0.7 * chunks - 1e-3  # the recorded time, not the near-zero time of the hit
         assert b["compress_tokens_in"] == a["compress_tokens_in"] > 0
+
+
+def test_a_dry_run_plans_every_budget_with_its_own_prompts(tmp_path):
+    runner = Runner(config(budget=[32, 64], compressors=["full", {"name": "truncate"}]), tmp_path / "run", progress=False)
+    try:
+        rows = {r.compressor: r for r in runner.plan()}
+    finally:
+        runner.close()
+    assert list(rows) == ["full", "truncate(middle) @32", "truncate(middle) @64"]
+    assert rows["truncate(middle) @32"].prompt_tokens < rows["truncate(middle) @64"].prompt_tokens < rows["full"].prompt_tokens
