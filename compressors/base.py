@@ -59,12 +59,6 @@ class ModelWork:
     embed_texts: int = 0
     embed_hits: int = 0
 
-    def __add__(self, other: "ModelWork") -> "ModelWork":
-        return ModelWork(**{name: getattr(self, name) + getattr(other, name) for name in self.__dataclass_fields__})
-
-    def __sub__(self, other: "ModelWork") -> "ModelWork":
-        return ModelWork(**{name: getattr(self, name) - getattr(other, name) for name in self.__dataclass_fields__})
-
     @classmethod
     def of_generations(cls, generations: Sequence[Generation]) -> "ModelWork":
         """The work behind a batch of generations; a cached one counts the latency recorded when it was made."""

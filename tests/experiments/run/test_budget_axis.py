@@ -148,3 +148,18 @@ def test_a_dry_run_plans_every_budget_with_its_own_prompts(tmp_path):
         runner.close()
     assert list(rows) == ["full", "truncate(middle) @32", "truncate(middle) @64"]
     assert rows["truncate(middle) @32"].prompt_tokens < rows["truncate(middle) @64"].prompt_tokens < rows["full"].prompt_tokens
+
+
+def test_a_new_margin_rewrites_the_report_not_the_predictions_and_old_lines_still_read(tmp_path):
+    from experiments.data.records import Prediction, parse_record
+
+    cfg = {"name": "b", "tasks": [TASK], "readers": ["extractive"], "budget": [64],
+           "compressors": ["full", {"name": "truncate"}]}
+    Runner(parse_config(cfg), tmp_path / "run", progress=False).run()
+    again = Runner(parse_config({**cfg, "margin": 12.5}), tmp_path / "run", progress=False).run()
+    assert (again.predicted, again.already_done) == (0, 12)
+    assert json.loads((tmp_path / "run" / "grid.json").read_text())["margin"] == 12.5
+    old = {"task": "t", "id": "1", "config_hash": "h", "compressor": "c", "reader": "r", "prediction": "p",
+           "metric": "qa_f1", "score": 1.0, "tokens_in": 90, "tokens_out": 30}  # a line written before budgets
+    rec = parse_record(Prediction, old, "predictions.jsonl:1")
+    assert (rec.budget, rec.over_budget, rec.context_seen, rec.compress_calls, rec.embed_hits) == (None, False, 30, 0, 0)
