@@ -41,7 +41,7 @@ def test_list_shows_every_kind_with_parameters_and_defaults():
     for kind in ("tasks", "metrics", "compressors", "retrievers", "readers", "chunkers"):
         assert f"{kind}\n" in res.output
     assert "| truncate | Keep at most ``max_tokens`` of the context" in res.output
-    assert "max_tokens, policy='middle'" in res.output
+    assert "| guaranteed | max_tokens=None, policy='middle' |" in res.output  # the budget column, then parameters
     assert "| narrativeqa | longbench, single-doc qa | metric=qa_f1, max_new_tokens=128 |" in res.output
     assert "| leval_em | " in res.output and "L-Eval Evaluation/em.py" in res.output
     one = CliRunner().invoke(app, ["list", "retrievers"])
