@@ -164,9 +164,9 @@ class Runner:
     def _run(self) -> RunStats:
         start = time.perf_counter()
         self.stats = RunStats()
-        done = {r.key for r in self.files.predictions.repair()}
-        self.files.traces.repair(keep=lambda trace: trace.key in done)  # a kill between trace and prediction
-        self.files.failures.repair()
+        done = set(self.files.predictions.repair_keys())
+        self.files.traces.repair_tail(keep=lambda key: key in done)  # a kill between traces and predictions
+        self.files.failures.repair_keys()
         if self._continuing:
             self.notify(f"{self.run_dir} holds a run of this config; continuing it")
         units, already = pending_units(self.worker, done)
