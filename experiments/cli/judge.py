@@ -31,8 +31,12 @@ def judge_spec(judge: str, params: list[str]) -> dict:
             section = yaml.safe_load(path.read_text(encoding="utf-8"))
         except yaml.YAMLError as err:
             raise UserError(f"judge config: {yaml_problem(path, err)}") from None
+        except UnicodeDecodeError as err:
+            raise UserError(f"judge config {path} is not UTF-8 text ({err.reason} at byte {err.start})") from None
         if not isinstance(section, dict) or "name" not in section:
             raise UserError(f"judge config {path} must be a mapping with name (and params)")
+        if not isinstance(section.get("params") or {}, dict):
+            raise UserError(f"judge config {path}: params must be a mapping of parameter names to values")
     else:
         section = {"name": judge, "params": {}}
     return {"name": section["name"], "params": {**(section.get("params") or {}), **parse_overrides(params)}}
