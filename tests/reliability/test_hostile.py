@@ -301,6 +301,25 @@ def test_exit_codes_every_example_failed_some_failed_and_strict(tmp_path, rel, c
 
 
 @pytest.mark.slow
+def test_exit_codes_of_a_judge_where_every_judgement_failed_and_strict(finished_run, tmp_path, rel, cli):
+    with FakeOpenAIServer(fault_rate=1.0, faults=("500",)) as broken:
+        judge = tmp_path / "broken-judge.yaml"
+        judge.write_text(yaml.safe_dump(rel.openai_reader(broken.base_url, max_retries=0)))
+        result = cli("judge", finished_run, "--judge", judge, "--protocol", "score")
+    assert result.returncode == 1, result.stderr
+    assert "every judgement failed" in result.stderr and "Traceback" not in result.stderr
+
+    rubric = lambda prompt, body: 'Fine. {"fluency": 1, "correctness": 3}'  # noqa: E731
+    with FakeOpenAIServer(responder=rubric, fault_rate=0.5, faults=("500",), seed=3) as flaky:
+        judge = tmp_path / "flaky-judge.yaml"
+        judge.write_text(yaml.safe_dump(rel.openai_reader(flaky.base_url, max_retries=0)))
+        lenient = cli("judge", finished_run, "--judge", judge, "--protocol", "score")
+        strict = cli("judge", finished_run, "--judge", judge, "--protocol", "score", "--strict")
+    assert lenient.returncode == 0 and " failed" in lenient.stderr, lenient.stderr
+    assert strict.returncode == 1 and "--strict" in strict.stderr, strict.stderr
+
+
+@pytest.mark.slow
 def test_sigterm_stops_a_run_like_ctrl_c(tmp_path, rel, cli):
     with FakeOpenAIServer(service_time_s=0.3) as slow:
         config = _config(tmp_path, rel, n_qa=40, n_kv=0, batch_size=2, reader=rel.openai_reader(slow.base_url))

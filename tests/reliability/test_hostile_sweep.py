@@ -98,7 +98,8 @@ class Case:
     files: dict[str, bytes] = field(default_factory=dict)  # written into {case}/NAME
     run: Callable[[Path], None] | None = None  # applied to {run}, a fresh copy of a finished run
     stdin: str | None = None
-    disk: str | None = None  # "full" or "ro": the run directory lies on a small tmpfs
+    disk: str | None = None  # the run directory {out} lies on a 2 MB tmpfs: "full" (96 kB left), "full-run"
+    # (a finished run, then not a byte left) or "ro" (a finished run, then remounted read-only)
 
 
 def C(id: str, *args: str, needles: tuple[str, ...] | str = (), **kw: Any) -> Case:
@@ -574,7 +575,10 @@ CASES: list[Case] = [
     C("app/unknown-command", "rnu", needles="rnu"),
     # -- full and read-only disks (a 2 MB tmpfs) -----------------------------------------------------------------
     C("disk/run-full", *R, config=cfg(("tasks.0.synthetic.n", 40)), disk="full", needles="the disk is full"),
-    C("disk/resume-full", "run", "--resume", "{out}", disk="full-resume", needles="the disk is full"),
+    C("disk/resume-full", "run", "--resume", "{out}", disk="full-run", needles="the disk is full"),
+    C("disk/report-full", "report", "{out}", disk="full-run", needles="the disk is full"),
+    C("disk/judge-full", "judge", "{out}", "--judge", "extractive", "--protocol", "score", disk="full-run",
+      needles="the disk is full"),
     C("disk/run-read-only", *R, config=cfg(), disk="ro", needles="read-only"),
     C("disk/resume-read-only", "run", "--resume", "{out}", disk="ro", needles="read-only"),
     C("disk/report-read-only", "report", "{out}", disk="ro", needles="read-only"),
@@ -676,21 +680,22 @@ def sandbox(tmp_path_factory):
     corpus = write_jsonl([{"id": f"d{i}", "text": f"passage {i} about city {i}"} for i in range(6)],
                          inputs / "corpus.jsonl")
     queries = write_jsonl([{"id": "q1", "query": "city 3", "answers": ["3"]}], inputs / "queries.jsonl")
-    (root / "work").mkdir()
+    work = root / "deep" / "er" / "still" / "work"  # a name with three parent steps still lands in the sandbox
+    work.mkdir(parents=True)
     (root / "data").mkdir()
     with pytest.MonkeyPatch.context() as mp:
         mp.delenv("OPENAI_API_KEY", raising=False)
         for key, value in dict(CTXCOMP_CACHE_DIR=str(root / "cache"), CTXCOMP_DATA_DIR=str(root / "data"),
                                CTXCOMP_NO_PROGRESS="1", MPLBACKEND="Agg", COLUMNS="200").items():
             mp.setenv(key, value)
-        mp.chdir(root / "work")
+        mp.chdir(work)
         config = inputs / "finished.yaml"
         config.write_text(yaml.safe_dump(cfg(("compressors", ["full"] + retrieval(top_n=1)))(None)))
         done = invoke(["run", str(config), "--out", str(inputs / "finished")])
         assert done.code == 0, done.stderr
         first_id = next(iter((inputs / "finished" / "predictions.jsonl").read_text().splitlines()))
         yield SimpleNamespace(root=root, inputs=inputs, finished=inputs / "finished", litm=litm, corpus=corpus,
-                              queries=queries, first_id=yaml.safe_load(first_id)["id"])
+                              queries=queries, first_id=yaml.safe_load(first_id)["id"], work=work)
 
 
 def _mount(mnt: Path, *options: str) -> bool:
@@ -705,7 +710,7 @@ def _prepare(case: Case, sb: SimpleNamespace, index: int, mounts: list[Path]) ->
     here = sb.root / "cases" / f"{index:03d}"
     here.mkdir(parents=True)
     p = SimpleNamespace(case=here, out=here / "out", run=here / "run", cfg=here / "c.yaml", litm=sb.litm,
-                        corpus=sb.corpus, queries=sb.queries, first_id=sb.first_id, work=sb.root / "work")
+                        corpus=sb.corpus, queries=sb.queries, first_id=sb.first_id, work=sb.work)
     for name, data in case.files.items():
         (here / name).write_bytes(data)
     if case.config is not None:
@@ -726,7 +731,7 @@ def _prepare(case: Case, sb: SimpleNamespace, index: int, mounts: list[Path]) ->
             (disk / "filler").write_bytes(b"\0" * (2 * 1024 * 1024 - 96 * 1024))
         else:
             shutil.copytree(sb.finished, p.out)
-            if case.disk == "full-resume":
+            if case.disk == "full-run":
                 try:
                     with open(disk / "filler", "wb") as fh:
                         while True:
@@ -788,7 +793,7 @@ def test_every_bad_input_is_one_line_exit_2_and_writes_nothing_outside_the_run(s
             for mnt in mounts:
                 subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
             shutil.rmtree(sandbox.root / "cases" / f"{index:03d}", ignore_errors=True)
-            shutil.rmtree(sandbox.root / "work" / "runs", ignore_errors=True)
+            shutil.rmtree(sandbox.work / "runs", ignore_errors=True)
         counts["tried"] += 1
         forms[case.id.split("/")[0]] = forms.get(case.id.split("/")[0], 0) + 1
         if case.code == 0:
