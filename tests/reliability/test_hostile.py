@@ -35,16 +35,15 @@ def _keys(path: Path) -> list[tuple]:
 # -- 1. a full or read-only disk ------------------------------------------------------------------
 
 @pytest.fixture
-def small_disk(tmp_path):
+def small_disk(tmp_path, rel):
     """A 2 MB tmpfs (root only; skipped where mounting is not allowed)."""
     mnt = tmp_path / "disk"
-    mnt.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mnt)], capture_output=True).returncode:
+    if not rel.mount_tmpfs(mnt):
         pytest.skip("cannot mount a tmpfs here (needs root)")
     try:
         yield mnt
     finally:
-        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+        rel.unmount(mnt)
 
 
 @pytest.mark.slow

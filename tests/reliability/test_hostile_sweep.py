@@ -667,7 +667,7 @@ def _written(before: dict, after: dict) -> list[Path]:
 
 
 @pytest.fixture(scope="module")
-def sandbox(tmp_path_factory):
+def sandbox(tmp_path_factory, rel):
     """Inputs every case may read, a finished run to copy, and the environment of a user's shell."""
     from experiments.data.synthetic import make_multidoc_qa
     from experiments.protocols.litm import litm_qa_record
@@ -695,13 +695,8 @@ def sandbox(tmp_path_factory):
         assert done.code == 0, done.stderr
         first_id = next(iter((inputs / "finished" / "predictions.jsonl").read_text().splitlines()))
         yield SimpleNamespace(root=root, inputs=inputs, finished=inputs / "finished", litm=litm, corpus=corpus,
-                              queries=queries, first_id=yaml.safe_load(first_id)["id"], work=work)
-
-
-def _mount(mnt: Path, *options: str) -> bool:
-    mnt.mkdir(parents=True, exist_ok=True)
-    return subprocess.run(["mount", "-t", "tmpfs", "-o", ",".join(("size=2m", *options)), "tmpfs", str(mnt)],
-                          capture_output=True).returncode == 0
+                              queries=queries, first_id=yaml.safe_load(first_id)["id"], work=work,
+                              mount=rel.mount_tmpfs, unmount=rel.unmount)
 
 
 def _prepare(case: Case, sb: SimpleNamespace, index: int, mounts: list[Path]) -> SimpleNamespace | None:
@@ -723,7 +718,7 @@ def _prepare(case: Case, sb: SimpleNamespace, index: int, mounts: list[Path]) ->
             case.run(p.run)
     if case.disk is not None:
         disk = here / "disk"
-        if not _mount(disk):
+        if not sb.mount(disk):
             return None
         mounts.append(disk)
         p.out = disk / "out"
@@ -791,7 +786,7 @@ def test_every_bad_input_is_one_line_exit_2_and_writes_nothing_outside_the_run(s
             while _HELD:
                 _HELD.pop().close()
             for mnt in mounts:
-                subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+                sandbox.unmount(mnt)
             shutil.rmtree(sandbox.root / "cases" / f"{index:03d}", ignore_errors=True)
             shutil.rmtree(sandbox.work / "runs", ignore_errors=True)
         counts["tried"] += 1
