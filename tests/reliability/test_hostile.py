@@ -336,6 +336,22 @@ def test_sigterm_stops_a_run_like_ctrl_c(tmp_path, rel, cli):
     assert 0 < len(_keys(preds)) < 40
 
 
+@pytest.mark.slow
+def test_sigterm_stops_a_judge_like_ctrl_c(finished_run, tmp_path, rel, cli):
+    with FakeOpenAIServer(service_time_s=0.3, responder=lambda prompt, body: "[[A]]") as slow:
+        judge = tmp_path / "judge.yaml"
+        judge.write_text(yaml.safe_dump(rel.openai_reader(slow.base_url, concurrency=1)))
+        proc = cli.popen("judge", finished_run, "--judge", judge)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and slow.stats["requests"] < 2:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "run the same command again" in err and "Traceback" not in err
+    assert not (finished_run / ".lock").exists()
+
+
 # -- 9. the small ones ----------------------------------------------------------------------------
 
 def test_small_input_mistakes_are_one_line(tmp_path, rel, cli):
