@@ -97,7 +97,7 @@ def execute(config, run_dir: Path, *, report: bool = True, plain: bool = True, e
     if stats.failed:
         say(f"warning: {stats.failed} example(s) failed and are excluded from scores; see "
             f"{run_dir / 'failures.jsonl'}; retry with `ctxcomp run --resume {run_dir}`")
-    rows = {c.compressor for c in result.cells}
+    rows = {c.compressor for c in result.cells} if config.contrasts else set()
     for con in config.contrasts:  # a typo in a label: said now, not only in report.md
         missing = [label for label in (con.arm, con.against) if label not in rows]
         if missing and rows:
