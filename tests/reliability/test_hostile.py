@@ -318,18 +318,24 @@ def test_exit_codes_of_a_judge_where_every_judgement_failed_and_strict(finished_
     assert strict.returncode == 1 and "--strict" in strict.stderr, strict.stderr
 
 
+def _sigterm_when(proc: subprocess.Popen, ready) -> tuple[subprocess.Popen, str]:
+    """SIGTERM ``proc`` once ``ready()`` holds (within two minutes); its stderr."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not ready():
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    return proc, err
+
+
 @pytest.mark.slow
 def test_sigterm_stops_a_run_like_ctrl_c(tmp_path, rel, cli):
     with FakeOpenAIServer(service_time_s=0.3) as slow:
         config = _config(tmp_path, rel, n_qa=40, n_kv=0, batch_size=2, reader=rel.openai_reader(slow.base_url))
         run_dir = tmp_path / "run"
-        proc = cli.popen("run", config, "--out", run_dir)
         preds = run_dir / "predictions.jsonl"
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and not (preds.exists() and preds.stat().st_size):
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=60)
+        proc, err = _sigterm_when(cli.popen("run", config, "--out", run_dir),
+                                  lambda: preds.exists() and preds.stat().st_size > 0)
     assert proc.returncode == 130, err
     assert "ctxcomp run --resume" in err and "Traceback" not in err
     assert not (run_dir / ".lock").exists()
@@ -341,12 +347,7 @@ def test_sigterm_stops_a_judge_like_ctrl_c(finished_run, tmp_path, rel, cli):
     with FakeOpenAIServer(service_time_s=0.3, responder=lambda prompt, body: "[[A]]") as slow:
         judge = tmp_path / "judge.yaml"
         judge.write_text(yaml.safe_dump(rel.openai_reader(slow.base_url, concurrency=1)))
-        proc = cli.popen("judge", finished_run, "--judge", judge)
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and slow.stats["requests"] < 2:
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=60)
+        proc, err = _sigterm_when(cli.popen("judge", finished_run, "--judge", judge), lambda: slow.stats["requests"] >= 2)
     assert proc.returncode == 130, err
     assert "run the same command again" in err and "Traceback" not in err
     assert not (finished_run / ".lock").exists()

@@ -12,6 +12,7 @@ left): those must succeed and keep every file inside the run directory.  The cou
 from __future__ import annotations
 
 import copy
+import gzip
 import os
 import shutil
 import subprocess
@@ -85,6 +86,12 @@ def openai(**params: Any) -> list[dict]:
 
 def data_task(path: Callable[[SimpleNamespace], Any], name: str = "hotpotqa") -> Callable[[SimpleNamespace], list]:
     return lambda p: [{"name": name, "path": str(path(p))}]
+
+
+def bad_data(id: str, name: str, content: bytes, needles: tuple[str, ...] | str) -> "Case":
+    """``ctxcomp run`` on a config whose one task reads ``content`` from the file ``name``."""
+    return C(id, *R, config=cfg(("tasks", data_task(lambda p: p.case / name))), files={name: content},
+             needles=needles)
 
 
 @dataclass(frozen=True)
@@ -202,30 +209,20 @@ CASES: list[Case] = [
     C("run/data-missing-file", *R, config=cfg(("tasks", data_task(lambda p: p.case / "nope.jsonl"))),
       needles="not found"),
     C("run/data-a-dir", *R, config=cfg(("tasks", data_task(lambda p: p.case))), needles="is a directory"),
-    C("run/data-empty", *R, config=cfg(("tasks", data_task(lambda p: p.case / "e.jsonl"))), files={"e.jsonl": b""},
-      needles="holds no records"),
-    C("run/data-blank-lines", *R, config=cfg(("tasks", data_task(lambda p: p.case / "e.jsonl"))),
-      files={"e.jsonl": b"\n\n\n"}, needles="holds no records"),
-    C("run/data-garbage", *R, config=cfg(("tasks", data_task(lambda p: p.case / "g.jsonl"))),
-      files={"g.jsonl": b"\x00\x01garbage\x02\n"}, needles="g.jsonl:1"),
-    C("run/data-non-utf8", *R, config=cfg(("tasks", data_task(lambda p: p.case / "g.jsonl"))),
-      files={"g.jsonl": b'{"input": "\xff"}\n'}, needles="UTF-8"),
-    C("run/data-malformed-line2", *R, config=cfg(("tasks", data_task(lambda p: p.case / "g.jsonl"))),
-      files={"g.jsonl": GOOD_LB.read_bytes().splitlines(keepends=True)[0] + b"{not json\n"}, needles="g.jsonl:2"),
-    C("run/data-missing-field", *R, config=cfg(("tasks", data_task(lambda p: p.case / "g.jsonl"))),
-      files={"g.jsonl": b'{"input": "q", "answers": ["a"], "_id": "1"}\n'}, needles="context"),
-    C("run/data-wrong-type", *R, config=cfg(("tasks", data_task(lambda p: p.case / "g.jsonl"))),
-      files={"g.jsonl": b'{"input": "q", "context": "c d", "answers": "a", "_id": "1"}\n'}, needles="answers"),
-    C("run/data-gz-not-gzip", *R, config=cfg(("tasks", data_task(lambda p: p.case / "g.jsonl.gz"))),
-      files={"g.jsonl.gz": b"this is not gzip\n"}, needles="g.jsonl.gz"),
-    C("run/data-gz-truncated", *R, config=cfg(("tasks", data_task(lambda p: p.case / "g.jsonl.gz"))),
-      files={"g.jsonl.gz": __import__("gzip").compress(GOOD_LB.read_bytes())[:60]}, needles="g.jsonl.gz"),
-    C("run/data-json-not-array", *R, config=cfg(("tasks", data_task(lambda p: p.case / "g.json"))),
-      files={"g.json": b'{"a": 1}'}, needles="array"),
-    C("run/data-json-array-of-ints", *R, config=cfg(("tasks", data_task(lambda p: p.case / "g.json"))),
-      files={"g.json": b"[1, 2]"}, needles="g.json:1"),
-    C("run/data-huge-garbage-line", *R, config=cfg(("tasks", data_task(lambda p: p.case / "g.jsonl"))),
-      files={"g.jsonl": b"{" + b"x" * 4_000_000 + b"\n"}, needles="g.jsonl:1"),
+    bad_data("run/data-empty", "e.jsonl", b"", "holds no records"),
+    bad_data("run/data-blank-lines", "e.jsonl", b"\n\n\n", "holds no records"),
+    bad_data("run/data-garbage", "g.jsonl", b"\x00\x01garbage\x02\n", "g.jsonl:1"),
+    bad_data("run/data-non-utf8", "g.jsonl", b'{"input": "\xff"}\n', "UTF-8"),
+    bad_data("run/data-malformed-line2", "g.jsonl", GOOD_LB.read_bytes().splitlines(keepends=True)[0] + b"{not json\n",
+             "g.jsonl:2"),
+    bad_data("run/data-missing-field", "g.jsonl", b'{"input": "q", "answers": ["a"], "_id": "1"}\n', "context"),
+    bad_data("run/data-wrong-type", "g.jsonl", b'{"input": "q", "context": "c d", "answers": "a", "_id": "1"}\n',
+             "answers"),
+    bad_data("run/data-gz-not-gzip", "g.jsonl.gz", b"this is not gzip\n", "g.jsonl.gz"),
+    bad_data("run/data-gz-truncated", "g.jsonl.gz", gzip.compress(GOOD_LB.read_bytes())[:60], "g.jsonl.gz"),
+    bad_data("run/data-json-not-array", "g.json", b'{"a": 1}', "array"),
+    bad_data("run/data-json-array-of-ints", "g.json", b"[1, 2]", "g.json:1"),
+    bad_data("run/data-huge-garbage-line", "g.jsonl", b"{" + b"x" * 4_000_000 + b"\n", "g.jsonl:1"),
     C("run/data-path-nul", *R, config=cfg(("tasks", [{"name": "hotpotqa", "path": "a\x00b.jsonl"}])),
       needles="NUL"),
     C("run/corpus-path-nul", *R, config=cfg(("tasks.0.open_domain", {"corpus": "c\x00.jsonl"})), needles="NUL"),
@@ -499,7 +496,7 @@ CASES: list[Case] = [
     C("retrieve/litm-malformed", "retrieve", "--litm", "{case}/l.jsonl", files={"l.jsonl": b"{x\n"},
       needles="l.jsonl"),
     C("retrieve/litm-gz-truncated", "retrieve", "--litm", "{case}/l.jsonl.gz",
-      files={"l.jsonl.gz": __import__("gzip").compress(b'{"question": "q"}\n' * 50)[:30]}, needles="l.jsonl.gz"),
+      files={"l.jsonl.gz": gzip.compress(b'{"question": "q"}\n' * 50)[:30]}, needles="l.jsonl.gz"),
     C("retrieve/litm-no-ctxs", "retrieve", "--litm", "{case}/l.jsonl",
       files={"l.jsonl": b'{"question": "q", "answers": ["a"]}\n'}, needles="ctxs"),
     # -- curve ---------------------------------------------------------------------------------------------
