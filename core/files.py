@@ -1,7 +1,8 @@
 """Writing files so that a kill, a full disk or a read-only folder never leaves a torn one.
 
-``write_atomic`` writes a temporary file beside the target and renames it into
-place: readers see the old or the new content, never a mix.  ``append_lines``
+``write_atomic`` (and ``open_atomic``, for content written piece by piece) writes
+a temporary file beside the target and renames it into place: readers see the
+old or the new content, never a mix.  ``append_lines``
 adds whole lines to a log with a single ``write`` and one ``fsync``; a short
 write (a disk that filled up mid-line) is undone by cutting the file back to
 where the lines started, so the log never holds a torn line in its middle.
@@ -13,10 +14,12 @@ says what to do.
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import BinaryIO
 
 from core.errors import UserError
 
@@ -36,17 +39,19 @@ def disk_error(path: str | os.PathLike, err: OSError) -> DiskError:
                      "again continues where it stopped")
 
 
-def write_atomic(path: str | os.PathLike, data: str | bytes, *, sync: bool = True) -> None:
-    """Write a whole file (text as UTF-8) so readers see the old or the new content, never a mix.
+@contextlib.contextmanager
+def open_atomic(path: str | os.PathLike, *, sync: bool = True) -> Iterator[BinaryIO]:
+    """A binary handle whose bytes become ``path`` only when the block ends without an error.
 
-    ``sync=False`` skips the ``fsync``: still whole against a kill, but a power loss may leave the file empty
-    (for files that can be written again, such as a run's prompt files)."""
+    They go to a temporary file beside ``path``, are fsynced (unless ``sync=False``) and renamed into
+    place; an error (a full disk, a kill, a bad record) leaves ``path`` as it was and no temporary file
+    behind.  ENOSPC and a read-only or forbidden folder become one ``DiskError`` naming ``path``.
+    """
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    payload = data.encode("utf-8") if isinstance(data, str) else data
     try:
         with open(tmp, "wb") as fh:
-            fh.write(payload)
+            yield fh
             fh.flush()
             if sync:
                 os.fsync(fh.fileno())
@@ -56,6 +61,18 @@ def write_atomic(path: str | os.PathLike, data: str | bytes, *, sync: bool = Tru
         if err.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM):
             raise disk_error(path, err) from None
         raise
+    except BaseException:
+        _discard(tmp)
+        raise
+
+
+def write_atomic(path: str | os.PathLike, data: str | bytes, *, sync: bool = True) -> None:
+    """Write a whole file (text as UTF-8) so readers see the old or the new content, never a mix.
+
+    ``sync=False`` skips the ``fsync``: still whole against a kill, but a power loss may leave the file empty
+    (for files that can be written again, such as a run's prompt files)."""
+    with open_atomic(path, sync=sync) as fh:
+        fh.write(data.encode("utf-8") if isinstance(data, str) else data)
 
 
 def append_lines(path: str | os.PathLike, lines: Sequence[bytes], *, sync: bool = True) -> None:
@@ -102,4 +119,4 @@ def _discard(path: Path) -> None:
         pass
 
 
-__all__ = ["DiskError", "append_line", "append_lines", "disk_error", "write_atomic"]
+__all__ = ["DiskError", "append_line", "append_lines", "disk_error", "open_atomic", "write_atomic"]

@@ -68,7 +68,7 @@ def main() -> None:
     """The console script: a usage mistake (a missing argument, an unknown option) is one line and exit 2."""
     usage_error = typer.BadParameter.__mro__[1]  # click's UsageError, which typer vendors under a private name
     try:
-        result = app(standalone_mode=False)
+        result = app(prog_name="ctxcomp", standalone_mode=False)  # `python -m experiments.cli` is ctxcomp too
     except typer.Abort:
         typer.echo("aborted", err=True)
         raise SystemExit(130) from None

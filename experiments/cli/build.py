@@ -72,6 +72,8 @@ def build_sweep(
     from experiments.protocols.litm import add_distractors, litm_qa_record, with_gold_at
     from experiments.protocols.litm import distractors as distractors_of
 
+    if distractors not in ("retriever", "random"):
+        raise UserError(f"--distractors must be 'retriever' or 'random', got {distractors!r}")
     position_list = parse_ints(positions, "--positions")
     outside = [p for p in position_list if not 0 <= p < num_docs]
     if outside:

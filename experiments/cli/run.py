@@ -97,6 +97,12 @@ def execute(config, run_dir: Path, *, report: bool = True, plain: bool = True, e
     if stats.failed:
         say(f"warning: {stats.failed} example(s) failed and are excluded from scores; see "
             f"{run_dir / 'failures.jsonl'}; retry with `ctxcomp run --resume {run_dir}`")
+    rows = {c.compressor for c in result.cells} if config.contrasts else set()
+    for con in config.contrasts:  # a typo in a label: said now, not only in report.md
+        missing = [label for label in (con.arm, con.against) if label not in rows]
+        if missing and rows:
+            say(f"warning: contrast {con.arm!r} - {con.against!r} names no row labelled "
+                f"{', '.join(map(repr, missing))} (rows: {', '.join(sorted(rows))}); fix the config's contrasts")
     if report and summary:
         print_scores(result.data, plain=plain)
     exit_for_failures(stats.failed, stats.predicted + stats.already_done, strict=strict, what="example")

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import gzip
 import json
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import IO, Any, Callable, Iterator
 
 from core.errors import UserError
 from core.text import count_words
@@ -84,8 +85,17 @@ def iter_records(path: str | Path) -> Iterator[tuple[_Where, dict]]:
         raise DataError(str(path), None, None, "is a directory, not a data file; name a .jsonl, .jsonl.gz or .json file")
     if not path.is_file():
         raise DataError(str(path), None, None, "file not found")
-    name = path.name[:-3] if path.name.endswith(".gz") else path.name
-    with (gzip.open(path, "rb") if path.name.endswith(".gz") else open(path, "rb")) as handle:
+    if path.name.endswith(".gz"):
+        try:
+            yield from _iter_handle(path, gzip.open(path, "rb"), path.name[:-3])
+        except (gzip.BadGzipFile, EOFError, zlib.error) as exc:  # not gzip, or cut short by an interrupted copy
+            raise DataError(str(path), None, None, f"not a readable gzip file ({exc}); fetch or build it again") from None
+    else:
+        yield from _iter_handle(path, open(path, "rb"), path.name)
+
+
+def _iter_handle(path: Path, handle: IO[bytes], name: str) -> Iterator[tuple[_Where, dict]]:
+    with handle:
         if name.endswith(".json"):
             yield from _iter_json_array(path, handle.read())
             return

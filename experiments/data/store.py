@@ -9,6 +9,7 @@ else is a ``RunFileError`` naming the file, the line and the field.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import gzip
 import json
@@ -23,7 +24,8 @@ from typing import Any, Generic, TypeVar
 
 import orjson
 
-from core.files import append_lines, disk_error, write_atomic
+from core.errors import UserError
+from core.files import append_lines, disk_error, open_atomic, write_atomic
 from experiments.data.records import (
     TEXT_FIELDS,
     Failure,
@@ -329,18 +331,33 @@ class RunDir:
         path = self.path / GRID
         if not path.is_file():
             return {}
+        redo = "delete it and `ctxcomp run --resume` rewrites it"
         try:
-            return json.loads(path.read_text(encoding="utf-8"))
+            manifest = json.loads(path.read_text(encoding="utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError) as err:
-            raise RunFileError(f"{path}: not valid JSON ({err}); delete it and `ctxcomp run --resume` rewrites it") from None
+            raise RunFileError(f"{path}: not valid JSON ({err}); {redo}") from None
+        if not isinstance(manifest, dict) or not isinstance(manifest.get("points", []), list):
+            raise RunFileError(f"{path}: not a grid manifest (a JSON object with points); {redo}")
+        return manifest
 
 
 def write_jsonl(records: Iterable[dict[str, Any]], path: str | Path) -> Path:
-    """One JSON object per line (UTF-8, non-ASCII kept); gzip when the name ends in ``.gz``."""
+    """One JSON object per line (UTF-8, non-ASCII kept); gzip when the name ends in ``.gz``.
+
+    The file appears whole or not at all (``core.files.open_atomic``): a full disk or a bad record halfway
+    leaves no truncated data file that a later run would read as complete."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "wt", encoding="utf-8") as f:
-        for record in records:
-            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open_atomic(path) as raw:
+            gz = path.suffix == ".gz"
+            with gzip.GzipFile(filename=path.name, mode="wb", fileobj=raw) if gz else contextlib.nullcontext(raw) as sink:
+                for record in records:
+                    sink.write((json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8"))
+    except (FileExistsError, NotADirectoryError):
+        raise UserError(f"cannot write {path}: a part of its folder {path.parent} is a file, not a folder") from None
+    except IsADirectoryError:
+        raise UserError(f"cannot write {path}: it is a directory; name a file") from None
+    except OSError as err:
+        raise disk_error(path, err) from None
     return path

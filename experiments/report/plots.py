@@ -139,7 +139,9 @@ def plot_position(
 
 
 def _fit(label: str, width: int = 40) -> str:
-    """A label that leaves the axes room: a long one keeps its start and end around an ellipsis."""
+    """A label that leaves the axes room: a long one keeps its start and end around an ellipsis; a control
+    character (a NUL, a tab) is shown escaped, as no font draws it."""
+    label = "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in label)
     return label if len(label) <= width else f"{label[: width // 2 - 1]}…{label[-(width // 2 - 1):]}"
 
 
@@ -195,7 +197,7 @@ def plot_delta_forest(deltas: Mapping[str, Mapping[str, Mapping[str, float]]], p
                 if r == 0:
                     ax.set_title(_two_lines(task, len(tasks)))
                 if t == 0:
-                    ax.set_ylabel(reader)
+                    ax.set_ylabel(_fit(reader))
         fig.supxlabel("Δ score vs full context (points); bar: paired 95% interval, filled: excludes 0")
         return _save(fig, path)
 

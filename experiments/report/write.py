@@ -41,7 +41,7 @@ def write_scores(run_dir: Path, cells: Sequence[Cell]) -> None:
     for j in judged_cells(run_dir):
         judged[(j.task, j.config_hash)].append({"protocol": j.protocol, "against": j.against, "judge": j.judge,
                                                 "value": j.value, "ci95": list(j.ci95), "n": j.n,
-                                                "n_failed": j.n_failed})
+                                                "n_failed": j.n_failed, "n_one_order": j.n_one_order})
     rows = [_json_safe({**asdict(c), "judged": judged.get((c.task, c.config_hash), [])}) for c in cells]
     write_atomic(run_dir / "scores.json", json.dumps({"cells": rows}, indent=2, ensure_ascii=False))
     header = ["task", "category", "reader", "compressor", "config_hash", "metric", "score", "delta_vs_full",

@@ -34,6 +34,15 @@ class ConfigError(UserError):
     """A config file is invalid; the message names the file and the offending key."""
 
 
+def _usable_path(value: str) -> str:
+    if "\x00" in value:
+        raise ValueError("holds a NUL character, which no file name can")
+    return value
+
+
+PathText = Annotated[str, AfterValidator(_usable_path)]  # a path the run will open or make
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -140,7 +149,7 @@ class OpenDomainConfig(_Strict):
 
     retriever: ComponentConfig = Field(default_factory=lambda: ComponentConfig(name="bm25"))
     depth: int = Field(50, gt=0)
-    corpus: str | None = None
+    corpus: PathText | None = None
 
 
 class TaskConfig(_Strict):
@@ -148,7 +157,7 @@ class TaskConfig(_Strict):
 
     name: str
     label: str | None = None
-    path: str | None = None
+    path: PathText | None = None
     data: Annotated[str, AfterValidator(known_data_name)] | None = None  # a name from `ctxcomp data list`
     hf: str | None = None
     hf_name: str | None = None
@@ -199,7 +208,7 @@ class ContrastConfig(_Strict):
 
 class RunConfig(_Strict):
     name: str = "run"
-    output_dir: str | None = None
+    output_dir: PathText | None = None
     tasks: list[TaskConfig]
     compressors: list[ComponentConfig] = Field(default_factory=lambda: [ComponentConfig(name="full")])
     readers: list[ComponentConfig]

@@ -172,3 +172,31 @@ def test_reading_in_chunks_and_blocks_gives_what_reading_line_by_line_gives(tmp_
     path.write_bytes(b"".join(lines) + b'{"task": "t", "id": "x"}\n')  # whole JSON, not a record: not torn
     with pytest.raises(RunFileError, match=r"p\.jsonl:41: missing field"):
         log.repair_keys()
+
+@pytest.mark.parametrize("name", ["built.jsonl", "built.jsonl.gz"])
+def test_a_data_file_is_written_whole_or_not_at_all(tmp_path, name):
+    """``ctxcomp build`` outputs: a failure halfway (a full disk, a bad record) leaves the old file, or none, never
+    a truncated one that a later run would read as a complete data set."""
+    import gzip
+
+    from experiments.data.loaders import iter_records
+    from experiments.data.store import write_jsonl
+
+    def records(n, fail_at=None):
+        for i in range(n):
+            if i == fail_at:
+                raise OSError(28, "No space left on device")
+            yield {"id": i, "text": "x" * 1000}
+
+    path = tmp_path / name
+    with pytest.raises(DiskError, match="disk is full"):
+        write_jsonl(records(500, fail_at=300), path)
+    assert list(tmp_path.iterdir()) == []
+    write_jsonl(records(5), path)
+    with pytest.raises(DiskError):
+        write_jsonl(records(500, fail_at=300), path)
+    assert [r["id"] for _, r in iter_records(path)] == list(range(5))
+    assert [p.name for p in tmp_path.iterdir()] == [name]
+    if name.endswith(".gz"):
+        with gzip.open(path, "rt") as fh:
+            assert len(fh.read().splitlines()) == 5
