@@ -1,0 +1,45 @@
+"""HELMET's RAG metric (princeton-nlp/HELMET ``utils.py`` ``substring_exact_match_score``, ``parse_output``;
+``data.py`` ``default_post_process``).
+
+HELMET scores its KILT RAG tasks (NQ, TriviaQA, HotpotQA, PopQA) by substring exact match: the
+SQuAD-normalised answer occurs in the SQuAD-normalised output.  ``default_post_process`` scores the raw
+output and the output parsed after ``Answer:`` and keeps the better of the two.
+"""
+from __future__ import annotations
+
+import re
+from typing import Sequence
+
+from experiments.scoring.registry import metric
+from indexes.text import normalize_answer
+
+_PARSERS = (
+    re.compile(r"(?:\b(?:the\s+)?answer(?:\s+\w+)*\s*[:\-]?\s*)([^\.,\n]+)", flags=re.IGNORECASE),
+    re.compile(r"(?:Answer:)(.*)(?:\n|$)", flags=re.IGNORECASE),
+    re.compile(r"(?:^)(.*)(?:\n|$)"),
+)
+_PREFIX = re.compile(r"^" + re.escape("Answer:"), flags=re.IGNORECASE)
+
+
+def parse_output(output: str) -> str | None:
+    """HELMET ``parse_output(output, prefix="Answer:")``: the first capture of three patterns in turn (an
+    "answer ..." phrase up to ``.``, ``,`` or a newline; the text after ``Answer:``; the first line), stripped
+    and with a repeated leading ``Answer:`` removed."""
+    for pattern in _PARSERS:
+        match = pattern.search(output)
+        if match is not None:
+            return _PREFIX.sub("", match[1].strip()).strip()
+    return None
+
+
+def substring_exact_match(prediction: str, ground_truth: str) -> float:
+    """HELMET ``substring_exact_match_score``: the normalised answer is a substring of the normalised prediction."""
+    return float(normalize_answer(ground_truth) in normalize_answer(prediction))
+
+
+@metric("helmet_substring_em", reference="HELMET utils.py substring_exact_match_score via data.py default_post_process")
+def helmet_substring_em(prediction: str, ground_truth: str, *, all_classes: Sequence[str] = ()) -> float:
+    """HELMET's RAG score: substring exact match of the raw output or of ``parse_output`` of it, whichever is higher."""
+    parsed = parse_output(prediction)
+    raw = substring_exact_match(prediction, ground_truth)
+    return raw if parsed is None else max(raw, substring_exact_match(parsed, ground_truth))
