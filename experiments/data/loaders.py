@@ -15,10 +15,12 @@ from typing import Any, Callable, Iterator
 
 from core.errors import UserError
 from core.text import count_words
+from experiments.data import long_formats
 from experiments.data.records import Example, render_litm_documents, render_litm_kv
 from indexes.types import Passage
 
-FAMILIES = ("longbench", "leval", "m4le", "litm_qa", "litm_kv")
+FAMILIES = ("longbench", "leval", "m4le", "litm_qa", "litm_kv", "longbench_v2", "infinitebench", "helmet_rag",
+            "helmet_summ", "ruler")
 
 
 class DataError(UserError):
@@ -272,12 +274,16 @@ _CONVERTERS: dict[str, Callable[..., list[Example]]] = {
     "m4le": _m4le,
     "litm_qa": _litm_qa,
     "litm_kv": _litm_kv,
+    **long_formats.CONVERTERS,
 }
 
 
 def detect_family(record: dict) -> str | None:
     """Which benchmark a record belongs to, from its fields."""
     keys = set(record)
+    newer = long_formats.detect(record)
+    if newer is not None:
+        return newer
     if "ordered_kv_records" in keys:
         return "litm_kv"
     if "ctxs" in keys and "question" in keys:
@@ -297,7 +303,7 @@ def _default_task_name(family: str, path: Path) -> str | None:
         return f"leval_{path.name.split('.')[0]}"
     if family == "longbench":
         return None
-    return {"m4le": "m4le", "litm_qa": "nq_multidoc", "litm_kv": "kv_retrieval"}[family]
+    return {"m4le": "m4le", "litm_qa": "nq_multidoc", "litm_kv": "kv_retrieval"}.get(family)
 
 
 def load_examples(
