@@ -334,6 +334,15 @@ def load_examples(
     return examples[:limit] if limit is not None else examples
 
 
+def examples_from_records(records: list[dict], family: str, task: str, source: str) -> list[Example]:
+    """Records made in memory (a generator's) read by the family's converter, exactly as from a file;
+    ``source`` names them in errors and in each example's ``source`` (``source:index``)."""
+    examples: list[Example] = []
+    for index, record in enumerate(records):
+        examples.extend(_CONVERTERS[family](record, _Where(f"{source}:{index}", None), task))
+    return examples
+
+
 def load_litm_qa(path: str | Path, task: str = "nq_multidoc") -> list[Example]:
     """Lost in the Middle multi-document QA (``question, answers, ctxs[title,text,hasanswer,isgold]``)."""
     return load_examples(path, "litm_qa", task)

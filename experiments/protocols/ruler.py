@@ -25,6 +25,7 @@ everything, so the same seed gives the same records but not RULER's.
 """
 from __future__ import annotations
 
+import functools
 import random
 import re
 import string
@@ -281,6 +282,21 @@ def own_essay(words: int = 20_000, seed: int = 0) -> str:
 
     docs = make_multidoc_qa(max(1, words // 800), num_docs=10, words_per_doc=80, seed=seed)
     return " ".join(p.text for ex in docs for p in ex.passages)
+
+
+@functools.lru_cache(maxsize=8)
+def token_counter(spec: str) -> Callable[[str], int]:
+    """How many tokens a text is for ``spec``: ``words`` (LongBench words), ``tiktoken:NAME``, a Hugging Face
+    tokenizer id or folder, or ``reader:NAME`` (that reader's own tokenizer, built as a run builds the reader); built once per spec."""
+    if spec.startswith("reader:"):
+        from readers.registry import make_reader
+
+        tokenizer = make_reader(spec.removeprefix("reader:")).tokenizer
+    else:
+        from readers.tokenizers import load_tokenizer
+
+        tokenizer = load_tokenizer(spec)
+    return lambda text: len(tokenizer.encode(text))
 
 
 def generate(task: str, lengths: Sequence[int], n: int, *, count: Callable[[str], int], seed: int = 0,
