@@ -1,5 +1,6 @@
 """HELMET's RAG metric (princeton-nlp/HELMET ``utils.py`` ``substring_exact_match_score``, ``parse_output``;
-``data.py`` ``default_post_process``).
+``data.py`` ``default_post_process``) and the arithmetic of its summarization rubric
+(``scripts/eval_gpt4_summ.py``).
 
 HELMET scores its KILT RAG tasks (NQ, TriviaQA, HotpotQA, PopQA) by substring exact match: the
 SQuAD-normalised answer occurs in the SQuAD-normalised output.  ``default_post_process`` scores the raw
@@ -43,3 +44,28 @@ def helmet_substring_em(prediction: str, ground_truth: str, *, all_classes: Sequ
     parsed = parse_output(prediction)
     raw = substring_exact_match(prediction, ground_truth)
     return raw if parsed is None else max(raw, substring_exact_match(parsed, ground_truth))
+
+
+# -- the summarization rubric (scripts/eval_gpt4_summ.py check_metrics) -----------------------------------------------
+
+# the wording that differs between HELMET's book prompts (∞Bench En.Sum) and legal prompts (Multi-LexSum)
+RUBRIC_DOMAINS = {
+    "helmet_book": {"domain": "a novel. It should discuss the plots and characters of the story",
+                    "details": "dates, entity names, or the location",
+                    "extra": " It is also not supported if it introduces new information not present in the expert "
+                             "summary, such as additional analysis or commentary on the story."},
+    "helmet_legal": {"domain": "a civil lawsuit. The summary is based on a set of legal documents, and it should "
+                               "contain a short description of the background, the parties involved, and the "
+                               "outcomes of the case",
+                     "details": "dates, entity names, or the names of laws and previous court cases", "extra": ""},
+}
+
+
+def rubric_score(fluency: int, recall: int, n_keypoints: int, precision: int, sentence_count: int) -> dict[str, float]:
+    """HELMET ``check_metrics``: recall = found / key points (0 without key points), precision = supported /
+    sentences (0 without sentences), and ``f1 = fluency * 2 * recall * precision / (recall + precision)`` (0 when
+    both are 0); ``f1`` is the item's score."""
+    rec = recall / n_keypoints if n_keypoints > 0 else 0.0
+    prec = precision / sentence_count if sentence_count > 0 else 0.0
+    f1 = fluency * 2 * rec * prec / (rec + prec) if rec + prec > 0 else 0.0
+    return {"fluency": fluency, "recall": rec, "precision": prec, "f1": f1}
