@@ -128,7 +128,11 @@ class Generator:
         self.step = INCREMENT[haystack]
 
     def _step(self, max_length: int) -> int:
-        return 5 if max_length < 4096 and self.haystack != "essay" else self.step
+        """RULER's increments (essay 500 words, noise 25 sentences, 5 below 4k tokens); an essay step never above
+        an eighth of the target, so short targets still fit."""
+        if self.haystack == "essay":
+            return max(25, min(self.step, max_length // 8))
+        return 5 if max_length < 4096 else self.step
 
     # -- one sample -------------------------------------------------------------------------------------------------
     def _niah(self, size: int, draw: _Draw, max_length: int) -> dict[str, Any]:
