@@ -8,8 +8,8 @@ from importlib.resources import files
 import pytest
 
 from compressors.base import CompressedContext
-from experiments.data.long_formats import longbench_v2
 from experiments.data.loaders import DataError, _Where
+from experiments.data.long_formats import longbench_v2
 from experiments.scoring.longbench_v2 import extract_answer, results_table
 from experiments.scoring.registry import score_item
 from experiments.tasks import build_followup_request, build_prompt, get_task

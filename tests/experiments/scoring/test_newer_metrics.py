@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from experiments.data.long_formats import infinitebench
 from experiments.data.loaders import DataError, _Where
+from experiments.data.long_formats import infinitebench
 from experiments.scoring.helmet import parse_output, rubric_score
 from experiments.scoring.registry import aggregate, score_item
 from experiments.scoring.ruler import postprocess_pred
