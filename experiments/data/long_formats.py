@@ -17,6 +17,7 @@ Each takes (record, where, task) like the converters of ``loaders.py`` (``where`
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 from core.text import count_words
@@ -88,6 +89,8 @@ def helmet_rag(record: dict, where: Any, task: str | None) -> list[Example]:
                                 is_gold=_gold(ctx), has_answer=bool(ctx.get("has_answer", ctx.get("hasanswer", False)))))
     marked = [i for i, p in enumerate(passages) if p.is_gold] or [i for i, p in enumerate(passages) if p.has_answer]
     meta: dict[str, Any] = {"num_docs": len(passages)}
+    if marked and not passages[marked[0]].is_gold:  # the answer-bearing passage is the gold one the sweeps move
+        passages[marked[0]] = replace(passages[marked[0]], is_gold=True)
     if marked:
         meta["gold_position"] = marked[0]
         meta["depth"] = round(marked[0] / max(1, len(passages) - 1), 4)

@@ -98,6 +98,11 @@ def test_helmet_rag_items_keep_passages_and_the_gold_position(tmp_path):
     path.write_text(path.read_text().splitlines()[0] + "\n")
     (ex,) = load_examples(path, "helmet_rag", "helmet_nq")
     assert [p.doc_id for p in ex.passages] == ["d1", "d2", "helmet_nq-1-doc2"] and ex.meta["gold_position"] == 1
+    assert [p.is_gold for p in ex.passages] == [False, True, False]
+    from experiments.protocols.litm import position_sweep  # the position tools move the gold passage
+
+    moved = position_sweep([ex], [0, 2], 3)
+    assert [m.passages[m.meta["gold_position"]].doc_id for m in moved] == ["d2", "d2"]
     prompt = build_prompt(get_task("helmet_nq"), ex.context, ex)
     assert prompt == ("Use the given documents to write a concise and short answer to the question. Write your answer "
                       "in the following format:\nAnswer: [answer]\n\nDocument (Title: A): Alpha text.\n\nDocument "
