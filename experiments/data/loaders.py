@@ -358,7 +358,8 @@ def load_hf(dataset_id: str, name: str | None = None, split: str = "test", *, fa
     """Load from the Hugging Face hub (e.g. ``THUDM/LongBench``, ``hotpotqa``); needs network or a local cache."""
     from datasets import load_dataset
 
-    rows = load_dataset(dataset_id, name, split=split)
+    features = long_formats.hf_features(family)
+    rows = load_dataset(dataset_id, name, split=split, **({"features": features} if features is not None else {}))
     examples: list[Example] = []
     label = f"hf:{dataset_id}" + (f"/{name}" if name else "") + f"[{split}]"
     for index, row in enumerate(rows, start=1):

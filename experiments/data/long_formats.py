@@ -136,6 +136,18 @@ def ruler(record: dict, where: Any, task: str | None) -> list[Example]:
                     source=where.source, meta=meta)]
 
 
+def hf_features(family: str | None):
+    """The column types to read a family's hub dataset with, where its files disagree among themselves (None:
+    as the hub says). ∞Bench's task files type ``answer`` and ``options`` differently, so HELMET's ``data.py``
+    loads ``xinrongzhang2022/infinitebench`` with these features; so does ctxcomp."""
+    if family != "infinitebench":
+        return None
+    from datasets import Features, Sequence, Value
+
+    return Features({"id": Value("int64"), "context": Value("string"), "input": Value("string"),
+                     "answer": Sequence(Value("string")), "options": Sequence(Value("string"))})
+
+
 CONVERTERS = {"longbench_v2": longbench_v2, "infinitebench": infinitebench, "helmet_rag": helmet_rag,
               "helmet_summ": helmet_summ, "ruler": ruler}
 
