@@ -289,7 +289,8 @@ def length_items(cells: Sequence[Cell], predictions: Sequence) -> dict[tuple[str
 
 def length_tables(cells: Sequence[Cell], predictions: Sequence) -> tuple[Table, Table]:
     """Score by context length per task and arm, ``score [95% interval] (n)``; and each compressed arm minus full
-    context at each length, paired on the example, with its interval and n.  Only tasks with two or more lengths."""
+    context at each length, paired on the example, with its interval and n, per task and pooled over the tasks of
+    one category (stratified by task).  Only tasks with two or more lengths."""
     items = length_items(cells, predictions)
     by_task: dict[str, list[str]] = defaultdict(list)
     for (task, _), buckets in items.items():
@@ -316,14 +317,35 @@ def length_tables(cells: Sequence[Cell], predictions: Sequence) -> tuple[Table, 
         if base is None or c.is_full:
             continue
         base_items = items.get((base.task, base.config_hash), {})
-        drow = [c.task, c.reader, f"{c.compressor} - full"]
+        deltas.append([c.task, c.reader, f"{c.compressor} - full",
+                       *(_length_delta(paired_vs(base_items.get(k, {}), mine.get(k, {}))) for k in lengths)])
+    # tasks of one category (e.g. the needle tasks) pooled: paired on (task, example), resampled within each task
+    pooled: dict[tuple[str, str, str], list[Cell]] = defaultdict(list)
+    for c in cells:
+        if c.task in by_task and not c.is_full and (c.task, c.reader) in full and c.category:
+            pooled[(c.category, c.reader, c.compressor)].append(c)
+    for (category, reader, comp), group in pooled.items():
+        if len(group) < 2:
+            continue
+        row = [f"{category} ({len(group)} tasks)", reader, f"{comp} - full"]
         for k in lengths:
-            pd = paired_vs(base_items.get(k, {}), mine.get(k, {}))
-            drow.append("" if pd.n == 0 else (format_delta(pd) if pd.n >= MIN_PAIRS else f"{pd.delta:+.2f}")
-                        + f" (n={pd.n})")
-        deltas.append(drow)
+            base, other, strata = {}, {}, {}
+            for c in group:
+                b = items.get((c.task, full[(c.task, c.reader)].config_hash), {}).get(k, {})
+                for ex_id, value in items.get((c.task, c.config_hash), {}).get(k, {}).items():
+                    if ex_id in b:
+                        key = f"{c.task}\x1f{ex_id}"
+                        base[key], other[key], strata[key] = b[ex_id], value, c.task
+            row.append(_length_delta(paired_vs(base, other, strata)) if base else "")
+        deltas.append(row)
     header = ["task", "reader", "compressor", *labels]
     return (header, scores), (["task", "reader", "contrast", *labels], deltas)
+
+
+def _length_delta(pd: PairedDelta) -> str:
+    if pd.n == 0:
+        return ""
+    return (format_delta(pd) if pd.n >= MIN_PAIRS else f"{pd.delta:+.2f}") + f" (n={pd.n})"
 
 
 def longbench_v2_table(cells: Sequence[Cell], predictions: Sequence) -> Table:

@@ -25,16 +25,19 @@ def _run(config: dict, out):
 
 def test_ruler_tasks_in_a_run_give_the_effective_length_tables(tmp_path):
     ruler = {"lengths": [512, 1024], "n": 6, "seed": 2}
-    config = {"tasks": [{"name": "ruler_niah_single", "ruler": ruler}, {"name": "ruler_vt", "ruler": ruler}],
+    config = {"tasks": [{"name": "ruler_niah_single", "ruler": ruler}, {"name": "ruler_niah_multikey", "ruler": ruler},
+                        {"name": "ruler_vt", "ruler": ruler}],
               "compressors": ["full", {"name": "retrieval", "params": {"chunk_size": 40, "token_budget": 96}}],
               "readers": ["extractive"]}
     out = _run(config, tmp_path / "run")
     md, plots = write_report(out)
     lines = (out / "tables" / "score_by_length.csv").read_text().splitlines()
-    assert lines[0] == "task,reader,compressor,512,1k" and len(lines) == 1 + 4
+    assert lines[0] == "task,reader,compressor,512,1k" and len(lines) == 1 + 6
     assert all("(n=6)" in line for line in lines[1:])
     deltas = (out / "tables" / "length_deltas.csv").read_text().splitlines()
-    assert len(deltas) == 1 + 2 and all("- full" in line and "(n=6)" in line for line in deltas[1:])
+    assert len(deltas) == 1 + 3 + 1 and all("- full" in line for line in deltas[1:])
+    # the two needle tasks pooled, paired on (task, example): 12 pairs per length
+    assert deltas[-1].startswith("needle retrieval (2 tasks),") and deltas[-1].count("(n=12)") == 2
     assert "Score by context length" in md and any(p.name == "score_by_length.png" for p in plots)
     preds = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
     assert {p["meta"]["length_bucket"] for p in preds} == {512, 1024}
