@@ -8,6 +8,7 @@ output and the output parsed after ``Answer:`` and keeps the better of the two.
 """
 from __future__ import annotations
 
+import functools
 import re
 from typing import Sequence
 
@@ -44,6 +45,20 @@ def helmet_substring_em(prediction: str, ground_truth: str, *, all_classes: Sequ
     parsed = parse_output(prediction)
     raw = substring_exact_match(prediction, ground_truth)
     return raw if parsed is None else max(raw, substring_exact_match(parsed, ground_truth))
+
+
+@functools.lru_cache(maxsize=None)
+def _lsum():
+    from rouge_score import rouge_scorer  # lazy
+
+    return rouge_scorer.RougeScorer(["rougeLsum"], use_stemmer=True)
+
+
+@metric("helmet_rouge_lsum", reference="HELMET utils.py calculate_metrics rougeLsum_f1")
+def helmet_rouge_lsum(prediction: str, ground_truth: str, *, all_classes: Sequence[str] = ()) -> float:
+    """HELMET ``calculate_metrics``' ``rougeLsum_f1``: rouge_score with the Porter stemmer, lines as sentences, best
+    reference (HELMET's headline summary score is the judge's; this is the automatic one it reports beside it)."""
+    return float(_lsum().score(ground_truth, prediction)["rougeLsum"].fmeasure)
 
 
 # -- the summarization rubric (scripts/eval_gpt4_summ.py check_metrics) -----------------------------------------------

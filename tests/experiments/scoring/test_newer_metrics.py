@@ -78,6 +78,12 @@ def test_helmet_substring_exact_match_raw_or_parsed():
     assert parse_output("Paris\nmore") == "Paris"                          # first line
 
 
+def test_helmet_rouge_lsum_stems_as_helmet_does():
+    # HELMET's scorer uses the Porter stemmer: "cats sitting" matches "cat sits"; ∞Bench's (no stemmer) does not
+    assert _score("cats sitting", ["cat sits"], "helmet_rouge_lsum") == pytest.approx(1.0)
+    assert _score("cats sitting", ["cat sits"], "infinitebench_rouge_lsum") == 0.0
+
+
 def test_helmet_rubric_arithmetic():
     # recall 3/4, precision 2/4 -> F1 0.6, times fluency
     assert rubric_score(1, 3, 4, 2, 4)["f1"] == pytest.approx(0.6)
