@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from core.files import append_line, disk_error, write_atomic
+from core.files import append_lines, disk_error, write_atomic
 from experiments.data.records import Failure, Judgement, Prediction, RunFileError, Trace, parse_record
 
 log = logging.getLogger(__name__)
@@ -38,9 +38,10 @@ R = TypeVar("R", Prediction, Failure, Trace, Judgement)
 class RunLog(Generic[R]):
     """One append-only JSONL log of ``kind`` records.
 
-    Each record is appended with a single ``write`` of the complete line and an
-    ``fsync`` (``core.files.append_line``, which undoes a short write), so after
-    a kill the file holds whole records plus at most one torn last line.
+    Records are appended as complete lines with a single ``write`` and one
+    ``fsync`` per call (``core.files.append_lines``, which undoes a short
+    write), so after a kill or a power loss the file holds whole records plus
+    at most one torn last line; a run appends a unit's records in one call.
     """
 
     def __init__(self, path: str | Path, kind: type[R]) -> None:
@@ -95,8 +96,12 @@ class RunLog(Generic[R]):
         write_atomic(self.path, "".join(lines))
 
     def append(self, record: R) -> None:
-        line = json.dumps(record.as_dict(), ensure_ascii=False, default=str) + "\n"
-        append_line(self.path, line.encode("utf-8"))
+        self.extend([record])
+
+    def extend(self, records: Iterable[R]) -> None:
+        """Append ``records`` in one write and one fsync (nothing when there are none)."""
+        append_lines(self.path, [(json.dumps(r.as_dict(), ensure_ascii=False, default=str) + "\n").encode("utf-8")
+                                 for r in records])
 
     def _scan(self) -> tuple[list[R], int, int]:
         """(records, end of the last whole line, file size); raises on a bad line that is not the last."""

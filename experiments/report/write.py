@@ -59,9 +59,11 @@ def write_scores(run_dir: Path, cells: Sequence[Cell]) -> None:
     write_atomic(run_dir / "scores.csv", csv_text(header, body))
 
 
-def write_report(run_dir: str | Path, *, plots: bool = True) -> tuple[str, list[Path]]:
-    """Write scores.json/.csv, report.md, tables/*.csv and plots/*; return the markdown and the plot paths."""
-    data = load_run(run_dir)
+def write_report(run: str | Path | RunData, *, plots: bool = True) -> tuple[str, list[Path]]:
+    """Write scores.json/.csv, report.md, tables/*.csv and plots/*; return the markdown and the plot paths.
+
+    ``run``: a run directory, or its records already loaded (``load_run``), so a command computes cells once."""
+    data = run if isinstance(run, RunData) else load_run(run)
     run_dir, cells = data.run_dir, data.cells
     write_scores(run_dir, cells)
     tables, contrast_notes, curve = report_tables(data)
