@@ -253,19 +253,13 @@ class Judge:
     def score_helmet(self, records: Sequence[Prediction]) -> list[Judged]:
         """HELMET ``scripts/eval_gpt4_summ.py``: fluency, recall of the record's key points, precision against its
         expert summary, combined by ``experiments.scoring.helmet.rubric_score``."""
-        from experiments.scoring.helmet import RUBRIC_DOMAINS, rubric_score
+        from experiments.scoring.helmet import keypoints, rubric_prompts, rubric_score
 
-        asks = []
-        for rec in records:
-            words, points = RUBRIC_DOMAINS[get_task(rec.spec_name).judge or ""], json.loads(rec.meta.get("keypoints") or "[]")
-            summary, expert = rec.prediction.strip(), rec.meta.get("expert_summary") or (rec.answers or [""])[0]
-            asks += [(None, fill_template(prompt("helmet_fluency"), text=summary)),
-                     (None, fill_template(prompt("helmet_recall"), domain=words["domain"], summary=summary,
-                                          keypoints="\n".join(f"{i}. {p}" for i, p in enumerate(points, 1)))),
-                     (None, fill_template(prompt("helmet_precision"), expert_summary=expert, summary=summary, **words))]
+        asks = [(None, text) for rec in records for text in rubric_prompts(
+            prompt, get_task(rec.spec_name).judge or "", rec.prediction, rec.meta, rec.answers)]
         answers, out = self.ask(asks), []
         for i, rec in enumerate(records):
-            n = len(json.loads(rec.meta.get("keypoints") or "[]"))
+            n = len(keypoints(rec.meta))
             try:  # recall above the number of key points is refused (HELMET would score a recall above 1)
                 f = self.parse(answers[3 * i], lambda t: parse_scores(t, {"fluency": (0, 1)}))
                 r = self.parse(answers[3 * i + 1], lambda t: parse_scores(t, {"recall": (0, n)}))

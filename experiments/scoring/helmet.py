@@ -9,10 +9,13 @@ output and the output parsed after ``Answer:`` and keeps the better of the two.
 from __future__ import annotations
 
 import functools
+import json
 import re
-from typing import Sequence
+from collections.abc import Callable, Mapping
+from typing import Any, Sequence
 
 from experiments.scoring.registry import metric
+from experiments.tasks.prompts import fill_template
 from indexes.text import normalize_answer
 
 _PARSERS = (
@@ -84,3 +87,20 @@ def rubric_score(fluency: int, recall: int, n_keypoints: int, precision: int, se
     prec = precision / sentence_count if sentence_count > 0 else 0.0
     f1 = fluency * 2 * rec * prec / (rec + prec) if rec + prec > 0 else 0.0
     return {"fluency": fluency, "recall": rec, "precision": prec, "f1": f1}
+
+
+def keypoints(meta: Mapping[str, Any]) -> list[str]:
+    """A record's key points (HELMET's key-point files, carried as a JSON list in ``meta["keypoints"]``)."""
+    return json.loads(meta.get("keypoints") or "[]")
+
+
+def rubric_prompts(read: Callable[[str], str], rubric: str, prediction: str, meta: Mapping[str, Any],
+                   answers: Sequence[str]) -> list[str]:
+    """The fluency, recall and precision requests for one summary, as ``check_metrics`` builds them: the summary
+    stripped, key points numbered ``1. ...``, the expert summary from ``meta`` (else the reference)."""
+    words, summary = RUBRIC_DOMAINS[rubric], prediction.strip()
+    expert = meta.get("expert_summary") or (answers[0] if answers else "")
+    numbered = "\n".join(f"{i}. {p}" for i, p in enumerate(keypoints(meta), 1))
+    return [fill_template(read("helmet_fluency"), text=summary),
+            fill_template(read("helmet_recall"), domain=words["domain"], summary=summary, keypoints=numbered),
+            fill_template(read("helmet_precision"), expert_summary=expert, summary=summary, **words)]
