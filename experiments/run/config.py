@@ -152,6 +152,33 @@ class OpenDomainConfig(_Strict):
     corpus: PathText | None = None
 
 
+class RulerSource(_Strict):
+    """RULER-style examples generated in place (``experiments.protocols.ruler``), ``n`` per length.
+
+    ``lengths`` are targets in ``tokenizer``'s tokens (``words``; ``tiktoken:NAME``; a Hugging Face id or
+    folder; ``reader:NAME``: the tokenizer of that reader, e.g. ``reader:smollm2``).  ``haystack``: ``essay``
+    (the project's own prose, or the text file ``essay``), ``noise``.  ``qa_source``: the QA file (a data name
+    or path) whose passages the ``qa`` task pads with.
+    """
+
+    lengths: list[Annotated[int, Field(ge=256)]]
+    n: int = Field(10, gt=0)
+    seed: int = 0
+    tokenizer: str = "words"
+    haystack: Literal["essay", "noise"] = "essay"
+    essay: str | None = None
+    qa_source: str | None = None
+
+
+class ChunksConfig(_Strict):
+    """Cut each example's context into untitled passages before compression (LongBench v2 / ∞Bench RAG arms:
+    OP-RAG's 128-token chunks), so a retrieval compressor keeps whole chunks and the prompt can show them as
+    ``Retrieved chunk i``.  ``chunker``: a chunker section (``tokens`` needs ``params: {tokenizer: ...}``)."""
+
+    size: int = Field(128, gt=0)
+    chunker: ComponentConfig = Field(default_factory=lambda: ComponentConfig(name="words"))
+
+
 class TaskConfig(_Strict):
     """One task: which spec (prompt, metric, max new tokens) and where its examples come from."""
 
@@ -163,6 +190,8 @@ class TaskConfig(_Strict):
     hf_name: str | None = None
     split: str = "test"
     synthetic: SyntheticSource | None = None
+    ruler: RulerSource | None = None
+    chunks: ChunksConfig | None = None
     limit: int | None = Field(None, gt=0)
     length_instruction: bool | None = None
     query_aware: bool = False
@@ -189,9 +218,10 @@ class TaskConfig(_Strict):
 
     @model_validator(mode="after")
     def _one_source(self) -> "TaskConfig":
-        given = [k for k in ("path", "data", "hf", "synthetic") if getattr(self, k) is not None]
+        given = [k for k in ("path", "data", "hf", "synthetic", "ruler") if getattr(self, k) is not None]
         if len(given) != 1:
-            raise ValueError(f"task {self.name!r} needs exactly one of path, data, hf, synthetic (got {given or 'none'})")
+            raise ValueError(f"task {self.name!r} needs exactly one of path, data, hf, synthetic, ruler "
+                             f"(got {given or 'none'})")
         if self.sweep is not None and self.open_domain is not None:
             raise ValueError(f"task {self.name!r}: a sweep and open_domain do not combine; use two tasks")
         return self
