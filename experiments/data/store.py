@@ -35,9 +35,7 @@ from experiments.data.records import (
     Trace,
     parse_record,
     record_key,
-)
-from experiments.data.records import (
-    record_shape as _shape,
+    record_shape,
 )
 
 log = logging.getLogger(__name__)
@@ -91,6 +89,37 @@ class RunLog(Generic[R]):
         a large directory needs, at a fraction of the cost of whole records."""
         keys, good_end, size = self._scan(self._key)
         return self._repair(keys, keys, None if keep is None else [keep(k) for k in keys], good_end, size)
+
+    def check_shape(self) -> None:
+        """Check every whole line without parsing it: a JSON object holding the key fields; a line that is not
+        (garbage, a blank line, a record without its keys) is parsed to raise what ``read`` would raise.
+
+        A run continuing a log it only appends to needs that no line in its middle is damaged, not the records
+        themselves: at a million traces of a kilobyte each, parsing them would cost more than the rest of the resume.
+        """
+        if not self.path.is_file():
+            return
+        needles = [f'"{name}": '.encode() for name in record_shape(self.kind)[2]]
+        with open(self.path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            pos, line_no, carry = 0, 0, b""
+            while chunk := fh.read(READ_SIZE):
+                data = carry + chunk if carry else chunk
+                whole = data.rfind(b"\n") + 1
+                carry = data[whole:]
+                for line in data[:whole].split(b"\n")[:-1]:
+                    line_no += 1
+                    pos += len(line) + 1
+                    if not (line[:2] == b'{"' and line[-1:] == b"}" and all(n in line for n in needles)):
+                        if pos == size:
+                            return  # the last line may be torn; the repair deals with it
+                        where = f"{self.path}:{line_no}"
+                        try:
+                            obj = _loads(line)
+                        except (json.JSONDecodeError, UnicodeDecodeError):
+                            raise RunFileError(f"{where}: not a JSON record (a corrupt line in the middle of the "
+                                               "log); delete the line or restore the file") from None
+                        record_key(self.kind, obj, where)
 
     def repair_tail(self, keep: Callable[[tuple[str, ...]], bool]) -> int:
         """Cut off the lines after the last line whose key ``keep`` wants, and a torn last line; return how many
@@ -248,7 +277,7 @@ def _block(data: bytes, pos: int, stop: int, kind: type, keys_only: bool) -> lis
         objs = orjson.loads(b"[" + data[pos:stop - 1].replace(b"\n", b",") + b"]")
     except orjson.JSONDecodeError:
         return None
-    required, names, key_fields = _shape(kind)
+    required, names, key_fields = record_shape(kind)
     task, id_, config_hash, compressor, reader = (operator.itemgetter(f) for f in TEXT_FIELDS)
     try:
         for obj in objs:

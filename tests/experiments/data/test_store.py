@@ -200,3 +200,18 @@ def test_a_data_file_is_written_whole_or_not_at_all(tmp_path, name):
     if name.endswith(".gz"):
         with gzip.open(path, "rt") as fh:
             assert len(fh.read().splitlines()) == 5
+
+
+@pytest.mark.parametrize("middle, said", [(b"garbage", "traces.jsonl:2: not a JSON record"),
+                                          (b"", "traces.jsonl:2: not a JSON record"),
+                                          (b'{"trace": {}}', "traces.jsonl:2: missing field 'task'")])
+def test_the_shape_check_finds_a_damaged_middle_line_without_parsing_the_others(tmp_path, middle, said):
+    from experiments.data.records import Trace
+
+    path = tmp_path / "traces.jsonl"
+    good = json.dumps(Trace(task="t", id="1", config_hash="h", compressor="c", reader="r").as_dict()).encode() + b"\n"
+    path.write_bytes(good + good + b'{"task": "t", "id": "2", "tr')  # a torn tail is the repair's, not an error
+    RunLog(path, Trace).check_shape()
+    path.write_bytes(good + middle + b"\n" + good)
+    with pytest.raises(RunFileError, match=said):
+        RunLog(path, Trace).check_shape()
