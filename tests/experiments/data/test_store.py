@@ -6,8 +6,8 @@ import os
 import pytest
 
 from core.files import DiskError, append_line, write_atomic
+from experiments.data.logs import RunLog
 from experiments.data.records import Failure, Prediction, RunFileError
-from experiments.data.store import RunLog
 
 
 def pred(i, text="中文 ✓"):
@@ -155,7 +155,7 @@ def test_the_tail_repair_names_a_corrupt_line_by_its_number(tmp_path):
 def test_reading_in_chunks_and_blocks_gives_what_reading_line_by_line_gives(tmp_path, monkeypatch, read_size, block):
     """The reader parses many lines per call and a large file a chunk at a time; whatever the chunk and block
     sizes, it returns the records, the torn tail and the error a plain line-by-line reading would."""
-    from experiments.data import store
+    from experiments.data import logs as store
 
     monkeypatch.setattr(store, "READ_SIZE", read_size)
     monkeypatch.setattr(store, "BLOCK", block)
