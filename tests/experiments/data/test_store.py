@@ -179,7 +179,7 @@ def test_a_data_file_is_written_whole_or_not_at_all(tmp_path, name):
     a truncated one that a later run would read as a complete data set."""
     import gzip
 
-    from experiments.data.loaders import iter_records
+    from experiments.data.sources import iter_records
     from experiments.data.store import write_jsonl
 
     def records(n, fail_at=None):
