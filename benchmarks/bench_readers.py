@@ -104,6 +104,8 @@ def load_average() -> str:
 
 def reader_section(backend: str, batch_size: int = 1, threads: int | None = None) -> dict[str, Any]:
     """The study's SmolLM2 reader section with this backend; ``threads`` goes to llama.cpp (torch's is process-wide)."""
+    if backend == "extractive":  # the model-free baseline: a seconds-long smoke run of this script's tables
+        return {"name": "extractive"}
     extra = {"n_threads": threads} if threads and backend == "llama_cpp" else {}
     return {"name": "smollm2", "params": {**STUDY_READER, **BACKENDS[backend], "batch_size": batch_size, **extra}}
 
@@ -124,7 +126,7 @@ def slice_config(n_leval: int, n_litm: int, reader: dict[str, Any], n_kv: int = 
     study = yaml.safe_load(STUDY.read_text(encoding="utf-8"))
     limits = {"kv_75": n_kv, "litm_10docs_random": n_litm, **dict.fromkeys(LEVAL, n_leval)}
     tasks = [{**t, "limit": limits[t["label"]]}
-             for t in study["tasks"] if t["label"] in LEVAL + LITM]
+             for t in study["tasks"] if t["label"] in LEVAL + LITM and limits[t["label"]] > 0]
     bm25 = next(c for c in study["compressors"] if isinstance(c, dict) and c.get("name") == "retrieval")
     compressors = ["full", {**bm25, "params": {**bm25["params"], "chunk_size": 200, "top_n": 7}, "tasks": list(LEVAL)}]
     compressors[1].pop("zip", None)
@@ -263,30 +265,27 @@ def read_slice(arm: str, n_leval: int, n_litm: int, n_kv: int, threads: int | No
 
 
 def bench_agreement(arms: list[str], n_leval: int, n_litm: int, n_kv: int, threads: int | None) -> None:
-    """Exact match and paired score difference of each arm against the first (float32, batch 1)."""
+    """Exact match and paired score difference of each arm against the first (float32, batch 1), a row per arm as
+    soon as it is read."""
     from experiments.report.stats import format_delta, paired_delta
 
-    results = {}
-    for arm in arms:
-        results[arm] = read_slice(arm, n_leval, n_litm, n_kv, threads)
-        print(f"  {arm}: {len(results[arm][0])} predictions in {results[arm][1]:.1f}s ({load_average()})")
-    ref_preds, ref_s = results[arms[0]]
+    ref_preds, ref_s = read_slice(arms[0], n_leval, n_litm, n_kv, threads)
     keys = sorted(ref_preds)
     groups = {"all": keys, "L-Eval": [k for k in keys if k[0] in LEVAL], "LITM": [k for k in keys if k[0] in LITM]}
     print(f"agreement with {arms[0]} on the study slice ({len(keys)} predictions; score difference = arm - reference, "
-          "x 100, paired 95% interval):")
+          f"x 100, paired 95% interval, strata = tasks; {load_average()}):")
     print("| arm | slice wall s | speed-up | same prompts | exact match | score | difference (all) | "
-          "difference (L-Eval) | difference (LITM) |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+          "difference (L-Eval) | difference (LITM) | load average |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for arm in arms:
-        preds, seconds = results[arm]
+        preds, seconds = (ref_preds, ref_s) if arm == arms[0] else read_slice(arm, n_leval, n_litm, n_kv, threads)
         same_prompt = sum(preds[k].prompt_hash == ref_preds[k].prompt_hash for k in keys) / len(keys)
         exact = sum(preds[k].prediction == ref_preds[k].prediction for k in keys) / len(keys)
         score = 100 * statistics.mean(preds[k].score for k in keys)
         deltas = [paired_delta([ref_preds[k].score for k in g], [preds[k].score for k in g],
-                               strata=[k[0] for k in g]) for g in groups.values()]
+                               strata=[k[0] for k in g]) for g in groups.values() if g]
         print(f"| {arm} | {seconds:.1f} | {ref_s / seconds:.2f} | {same_prompt:.2f} | {exact:.2f} | {score:.1f} | "
-              + " | ".join(f"{format_delta(d)} (n={d.n})" for d in deltas) + " |")
+              + " | ".join(f"{format_delta(d)} (n={d.n})" for d in deltas) + f" | {load_average()[13:]} |", flush=True)
 
 
 def bench_batching(backends: list[str], n_prompts: int, threads: int | None) -> None:
