@@ -20,6 +20,8 @@
       greedy outputs' exact-match rate against float32 batch 1, and the
       score difference with its paired 95% interval (experiments/report/stats.py).
       (The study reads SmolLM2 at batch 4: ``fp32@4`` is what it does today.)
+      The arm ``gemma3`` reads the slice with the second offline reader, so
+      the two readers' scores are compared on the same prompts.
    c. Batching (``--batching``): the transformers backends read short study
       prompts at batch 1, 4 and 8: wall time and outputs equal to batch 1's.
 
@@ -106,6 +108,8 @@ def reader_section(backend: str, batch_size: int = 1, threads: int | None = None
     """The study's SmolLM2 reader section with this backend; ``threads`` goes to llama.cpp (torch's is process-wide)."""
     if backend == "extractive":  # the model-free baseline: a seconds-long smoke run of this script's tables
         return {"name": "extractive"}
+    if backend == "gemma3":  # the second offline reader (Gemma 3 270M base, llama.cpp): another strength
+        return {"name": "gemma3", "params": {**STUDY_READER, **({"n_threads": threads} if threads else {})}}
     extra = {"n_threads": threads} if threads and backend == "llama_cpp" else {}
     return {"name": "smollm2", "params": {**STUDY_READER, **BACKENDS[backend], "batch_size": batch_size, **extra}}
 
@@ -134,8 +138,9 @@ def slice_config(n_leval: int, n_litm: int, reader: dict[str, Any], n_kv: int = 
                          "batch_size": 64}, str(STUDY))
 
 
-def speed_prompts(n_leval: int, n_litm: int) -> dict[str, list[GenerationRequest]]:
-    """Short (Lost in the Middle, 10 documents) and long (L-Eval, full context) study prompts, as the runner builds them."""
+def speed_prompts(n_leval: int, n_litm: int, n_tasks: int = 2) -> dict[str, list[GenerationRequest]]:
+    """Short (Lost in the Middle, 10 documents) and long (L-Eval, full context; the first ``n_tasks`` tasks) study
+    prompts, as the runner builds them."""
     from compressors.registry import make_compressor
     from experiments.run.examples import load_task_examples, task_spec
     from experiments.run.worker import prompt_options
@@ -145,7 +150,7 @@ def speed_prompts(n_leval: int, n_litm: int) -> dict[str, list[GenerationRequest
     full = make_compressor("full")
     out: dict[str, list[GenerationRequest]] = {"short": [], "long": []}
     for task in config.tasks:
-        if task.label not in ("litm_10docs_random",) + LEVAL:
+        if task.label not in ("litm_10docs_random",) + LEVAL[:n_tasks]:
             continue
         spec, options = task_spec(task), prompt_options(task)
         examples = load_task_examples(task)[: n_leval if task.label in LEVAL else n_litm]
@@ -344,7 +349,7 @@ def main() -> None:
         return
     backends = [b for b in args.backends.split(",") if b]
     if backends:
-        bench_speed(backends, args.rounds, args.decode, speed_prompts(args.speed_prompts, args.speed_prompts),
+        bench_speed(backends, args.rounds, args.decode, speed_prompts(args.speed_prompts, args.speed_prompts, 1),
                     args.threads)
     arms = [a for a in args.arms.split(",") if a]
     if arms:
