@@ -137,6 +137,10 @@ class SmolLM2Reader(HFReader):
     def label(self) -> str:
         return "smollm2"
 
+    def __repr__(self) -> str:
+        where = f"n_threads={self.engine.n_threads}" if self.backend == "llama_cpp" else f"device={self.device!r}"
+        return f"SmolLM2Reader(backend={self.backend!r}, max_context={self.max_context}, {where})"
+
     @property
     def identity(self) -> str:
         # named by the packaged file, not the cache path, so caches carry across machines

@@ -50,7 +50,7 @@ def test_smollm2_llama_cpp_backend_reads_the_prompt_the_transformers_backend_rea
     fast = smollm2.SmolLM2Reader(backend="llama_cpp", max_context=4096, n_threads=1)
     [gen] = fast.generate([PASSWORD])
     assert gen.ok and "banana" in gen.text.lower() and 0 < gen.tokens_out <= 16
-    assert ":backend=llama_cpp:llama_cpp=" in fast.identity
+    assert ":backend=llama_cpp:llama_cpp=" in fast.identity and "llama_cpp" in repr(fast)
     reference = smollm2.SmolLM2Reader(device="cpu", max_context=4096)
     assert fast.identity != reference.identity
     # chat template, system message, completion style and middle truncation give the same token ids in both engines
