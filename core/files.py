@@ -1,18 +1,25 @@
 """Writing files so that a kill, a full disk or a read-only folder never leaves a torn one.
 
-``write_atomic`` writes a temporary file beside the target and renames it into
-place: readers see the old or the new content, never a mix.  ``append_line``
-adds one line to a log with a single ``write`` and an ``fsync``; a short write
-(a disk that filled up mid-line) is undone by cutting the file back to where
-the line started, so the log never holds a torn line in its middle.  Both turn
+``write_atomic`` (and ``open_atomic``, for content written piece by piece) writes
+a temporary file beside the target and renames it into place: readers see the
+old or the new content, never a mix.  ``append_lines``
+adds whole lines to a log with a single ``write`` and one ``fsync``; a short
+write (a disk that filled up mid-line) is undone by cutting the file back to
+where the lines started, so the log never holds a torn line in its middle.
+A killed process loses nothing a ``write`` finished (the kernel holds it); the
+``fsync`` is what survives a power loss, so a run syncs once per batch of
+lines, not once per line.  Both turn
 ENOSPC and a read-only folder into one ``DiskError`` that names the path and
 says what to do.
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import BinaryIO
 
 from core.errors import UserError
 
@@ -32,42 +39,64 @@ def disk_error(path: str | os.PathLike, err: OSError) -> DiskError:
                      "again continues where it stopped")
 
 
-def write_atomic(path: str | os.PathLike, data: str | bytes) -> None:
-    """Write a whole file (text as UTF-8) so readers see the old or the new content, never a mix."""
+@contextlib.contextmanager
+def open_atomic(path: str | os.PathLike, *, sync: bool = True) -> Iterator[BinaryIO]:
+    """A binary handle whose bytes become ``path`` only when the block ends without an error.
+
+    They go to a temporary file beside ``path``, are fsynced (unless ``sync=False``) and renamed into
+    place; an error (a full disk, a kill, a bad record) leaves ``path`` as it was and no temporary file
+    behind.  ENOSPC and a read-only or forbidden folder become one ``DiskError`` naming ``path``.
+    """
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    payload = data.encode("utf-8") if isinstance(data, str) else data
     try:
         with open(tmp, "wb") as fh:
-            fh.write(payload)
+            yield fh
             fh.flush()
-            os.fsync(fh.fileno())
+            if sync:
+                os.fsync(fh.fileno())
         os.replace(tmp, path)
     except OSError as err:
         _discard(tmp)
         if err.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM):
             raise disk_error(path, err) from None
         raise
+    except BaseException:
+        _discard(tmp)
+        raise
 
 
-def append_line(path: str | os.PathLike, line: bytes) -> None:
-    """Append one complete line (it must end in a newline) with a single write, then fsync.
+def write_atomic(path: str | os.PathLike, data: str | bytes, *, sync: bool = True) -> None:
+    """Write a whole file (text as UTF-8) so readers see the old or the new content, never a mix.
+
+    ``sync=False`` skips the ``fsync``: still whole against a kill, but a power loss may leave the file empty
+    (for files that can be written again, such as a run's prompt files)."""
+    with open_atomic(path, sync=sync) as fh:
+        fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+
+
+def append_lines(path: str | os.PathLike, lines: Sequence[bytes], *, sync: bool = True) -> None:
+    """Append complete lines (each ending in a newline) with a single write, then one fsync.
 
     A short or failed write is cut back off, so a full disk leaves the log as
-    it was before this line; the error then names the path.
+    it was before these lines; the error then names the path.
     """
-    if not line.endswith(b"\n"):
-        raise ValueError("append_line takes one complete line, ending in a newline")
+    if not lines:
+        return
+    if not all(line.endswith(b"\n") for line in lines):
+        raise ValueError("append_lines takes complete lines, each ending in a newline")
+    payload = b"".join(lines)
     try:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     except OSError as err:
         raise disk_error(path, err) from None
     start = os.fstat(fd).st_size
     try:
-        written = os.write(fd, line)
-        if written != len(line):
-            raise OSError(errno.ENOSPC, f"short write: {written} of {len(line)} bytes")
-        os.fsync(fd)
+        written = os.write(fd, payload)
+        if written != len(payload):
+            raise OSError(errno.ENOSPC, f"short write: {written} of {len(payload)} bytes")
+        if sync:
+            os.fsync(fd)
     except OSError as err:
         try:
             os.ftruncate(fd, start)
@@ -78,6 +107,11 @@ def append_line(path: str | os.PathLike, line: bytes) -> None:
         os.close(fd)
 
 
+def append_line(path: str | os.PathLike, line: bytes) -> None:
+    """Append one complete line (ending in a newline) and fsync it (``append_lines`` of one line)."""
+    append_lines(path, [line])
+
+
 def _discard(path: Path) -> None:
     try:
         path.unlink()
@@ -85,4 +119,4 @@ def _discard(path: Path) -> None:
         pass
 
 
-__all__ = ["DiskError", "append_line", "disk_error", "write_atomic"]
+__all__ = ["DiskError", "append_line", "append_lines", "disk_error", "open_atomic", "write_atomic"]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -28,12 +28,16 @@ def progress_bar(total: int | None, desc: str, *, unit: str = "ex", enabled: boo
 LARGE_CORPUS = 5000
 
 
-def corpus_progress(items: Iterable[T], total: int, desc: str) -> Iterator[T]:
-    """``items`` with a passages bar when ``total`` is a large corpus, so indexing never looks hung."""
+def corpus_progress(items: Iterable[T], total: int, desc: str, *,
+                    passages: Callable[[T], int] = lambda item: 1) -> Iterator[T]:
+    """``items`` with a passages bar when ``total`` is a large corpus, so indexing never looks hung.
+
+    ``total`` counts passages; ``passages(item)`` says how many one item stands for (a batch: its length),
+    so the bar counts passages whether it walks them one by one or a batch at a time."""
     with progress_bar(total, desc, unit="passage", enabled=total >= LARGE_CORPUS, leave=False) as bar:
         for item in items:
             yield item
-            bar.update(1)
+            bar.update(passages(item))
 
 
 __all__ = ["LARGE_CORPUS", "corpus_progress", "progress_bar", "progress_enabled"]

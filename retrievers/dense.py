@@ -58,7 +58,8 @@ def encode_sorted(
         raise ValueError("nothing to encode")
     order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
     parts = []
-    for lo in corpus_progress(range(0, len(order), batch_size), len(order), "encode"):
+    for lo in corpus_progress(range(0, len(order), batch_size), len(order), "encode",
+                              passages=lambda lo: min(batch_size, len(order) - lo)):
         batch = [texts[i] for i in order[lo : lo + batch_size]]
         parts.append(np.asarray(encode_batch(batch), dtype=np.float32))
     stacked = np.concatenate(parts, axis=0)

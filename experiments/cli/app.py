@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-from experiments.cli.build import build_kv, build_m4le, build_sweep
+from experiments.cli.build import build_kv, build_m4le, build_ruler, build_sweep
 from experiments.cli.curve import curve
 from experiments.cli.data import data_app
 from experiments.cli.judge import judge
@@ -56,10 +56,11 @@ app.command("curve")(curve)
 app.command("judge")(judge)
 app.command("list")(list_components)
 
-build_app = typer.Typer(help="Build data in the published formats (KV retrieval, LITM position sweeps, M4LE).", no_args_is_help=True)
+build_app = typer.Typer(help="Build data in the published formats (KV retrieval, LITM position sweeps, M4LE, RULER-style tasks).", no_args_is_help=True)
 build_app.command("kv")(build_kv)
 build_app.command("sweep")(build_sweep)
 build_app.command("m4le")(build_m4le)
+build_app.command("ruler")(build_ruler)
 app.add_typer(build_app, name="build")
 app.add_typer(data_app, name="data")
 
@@ -68,7 +69,7 @@ def main() -> None:
     """The console script: a usage mistake (a missing argument, an unknown option) is one line and exit 2."""
     usage_error = typer.BadParameter.__mro__[1]  # click's UsageError, which typer vendors under a private name
     try:
-        result = app(standalone_mode=False)
+        result = app(prog_name="ctxcomp", standalone_mode=False)  # `python -m experiments.cli` is ctxcomp too
     except typer.Abort:
         typer.echo("aborted", err=True)
         raise SystemExit(130) from None

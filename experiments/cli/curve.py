@@ -68,7 +68,6 @@ def curve(
 ) -> None:
     """Index the file's passages once, give every question its top-k, and chart recall@k against accuracy@k."""
     from experiments.cli.run import execute
-    from experiments.report.cells import load_run
     from experiments.report.curve import curve_rows, curve_table
     from experiments.run.config import load_config, parse_config
 
@@ -86,7 +85,7 @@ def curve(
                                         k_list, limit, query_aware), "ctxcomp curve options")
     plan = curve_shard_plan(cfg, out, executor, ray_address, workers, shards, shard_size)
     result = execute(cfg, out, plain=plain_output(plain), shards=plan, summary=False)
-    rows = curve_rows(load_run(out))
+    rows = curve_rows(result.data)
     if not rows:
         raise UserError(f"{out}: the run has no open-domain task cut by top_k, so there is no curve to draw")
     print_table(*curve_table(rows), plain=plain_output(plain))

@@ -6,7 +6,8 @@ from typing import List, Optional
 
 import typer
 
-from experiments.cli.errors import plain_output, print_table, user_errors
+from core.errors import UserError
+from experiments.cli.errors import one_line, plain_output, print_table, user_errors
 from experiments.data.catalog import DataFile, MissingDataError, catalog, data_dir, entry
 
 data_app = typer.Typer(help="The public data files the shipped configs read: list them, fetch them by name (checked "
@@ -18,6 +19,14 @@ _DIR_HELP = "Data directory to use instead of $CTXCOMP_DATA_DIR (default <cache 
 
 def _size(n: int) -> str:
     return f"{n / 1e6:.1f} MB" if n >= 1e5 else f"{n / 1e3:.0f} kB"
+
+
+def _root(dir_: Optional[Path]) -> Path:
+    """The data directory to use: ``--dir`` or the default; a file there is refused, not listed as empty."""
+    root = dir_ or data_dir()
+    if root.exists() and not root.is_dir():
+        raise UserError(f"{'--dir ' if dir_ else 'the data directory '}{root} is a file, not a folder")
+    return root
 
 
 def _chosen(names: list[str]) -> list[DataFile]:
@@ -38,7 +47,7 @@ def list_data(
     plain: bool = typer.Option(False, "--plain", help="Plain Markdown tables (the default when stdout is not a terminal)."),
 ) -> None:
     """Every data file ctxcomp can fetch: its name (what a config's `data:` takes), size, licence and whether it is here."""
-    root = dir_ or data_dir()
+    root = _root(dir_)
     rows = []
     for item in catalog().values():
         path = item.path(root)
@@ -61,13 +70,13 @@ def get(
     A file already in the data directory that checks out is kept; a download that does not is deleted."""
     from experiments.data.fetch import FetchError, fetch
 
-    root = dir_ or data_dir()
+    root = _root(dir_)
     failed = 0
     for item in _chosen(names):
         try:
             done = fetch(item, root, progress=progress)
         except (FetchError, MissingDataError) as err:
-            typer.echo(f"error: {err}", err=True)
+            typer.echo(f"error: {one_line(err)}", err=True)
             failed += 1
             continue
         how = "already here, sha256 checked" if done.status == "present" else f"downloaded, sha256 checked, from {done.url}"

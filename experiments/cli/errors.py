@@ -35,7 +35,7 @@ def user_errors(func: F) -> F:
             return func(*args, **kwargs)
         except USER_ERRORS as err:
             msg = err.args[0] if isinstance(err, KeyError) and err.args else err
-            typer.echo(f"error: {msg}", err=True)
+            typer.echo(f"error: {one_line(str(msg))}", err=True)
             raise typer.Exit(2) from None
         except OSError as err:  # a write deep inside a library (a plot, a model file) on a full or read-only disk
             if err.errno not in DISK_ERRNOS:
@@ -97,9 +97,13 @@ def parse_overrides(items: list[str]) -> dict:
     return out
 
 
-def one_line(err: BaseException) -> str:
-    """A library's multi-line message (YAML's, with its caret drawing) as one line."""
-    return " ".join(str(err).split())
+def one_line(message: str | BaseException) -> str:
+    """A message spread over lines (a config with two bad keys, YAML's caret drawing) as one line:
+    ``invalid config F:\n  a: x\n  b: y`` -> ``invalid config F: a: x; b: y``."""
+    head, *rest = [" ".join(part.split()) for part in str(message).splitlines() if part.strip()] or [""]
+    if not rest:
+        return head
+    return f"{head} {'; '.join(rest)}" if head.endswith(":") else "; ".join([head, *rest])
 
 
 def parse_ints(text: str, option: str) -> list[int]:

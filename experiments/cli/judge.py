@@ -31,8 +31,12 @@ def judge_spec(judge: str, params: list[str]) -> dict:
             section = yaml.safe_load(path.read_text(encoding="utf-8"))
         except yaml.YAMLError as err:
             raise UserError(f"judge config: {yaml_problem(path, err)}") from None
+        except UnicodeDecodeError as err:
+            raise UserError(f"judge config {path} is not UTF-8 text ({err.reason} at byte {err.start})") from None
         if not isinstance(section, dict) or "name" not in section:
             raise UserError(f"judge config {path} must be a mapping with name (and params)")
+        if not isinstance(section.get("params") or {}, dict):
+            raise UserError(f"judge config {path}: params must be a mapping of parameter names to values")
     else:
         section = {"name": judge, "params": {}}
     return {"name": section["name"], "params": {**(section.get("params") or {}), **parse_overrides(params)}}
@@ -47,6 +51,9 @@ def judge(
     against: str = typer.Option("reference", "--against", help="pairwise: 'reference', another RUN_DIR, or arm:LABEL of this run."),
     plain: bool = typer.Option(False, "--plain", help="Plain Markdown tables (the default when stdout is not a terminal)."),
     strict: bool = typer.Option(False, "--strict", help="Exit 1 if any judgement failed (default: only if all did)."),
+    single_order: bool = typer.Option(False, "--single-order", help="pairwise: count a judgement whose other order "
+                                      "gave no usable verdict (default: it fails, and the next run asks again); "
+                                      "the report says how many counted on one order."),
 ) -> None:
     """Judge every prediction of RUN_DIR not judged yet; write judgements.jsonl and add the rates to the report."""
     from experiments.report.judged import judged_cells, judged_table
@@ -55,7 +62,8 @@ def judge(
 
     try:
         with sigterm_as_interrupt():
-            stats = judge_run(run_dir, judge_spec(judge, judge_param), protocol=protocol, against=against)
+            stats = judge_run(run_dir, judge_spec(judge, judge_param), protocol=protocol, against=against,
+                              single_order=single_order)
     except KeyboardInterrupt as stop:
         typer.echo(f"\ninterrupted ({stop.args[0] if stop.args else 'Ctrl-C'}); every verdict so far is kept; "
                    "run the same command again to continue", err=True)

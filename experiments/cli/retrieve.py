@@ -98,6 +98,8 @@ def retrieve(
         raise UserError(f"--limit must be >= 1, got {limit}")
     if out is not None and not out.parent.is_dir():  # found now, not after an hour of indexing
         raise UserError(f"--out {out}: the folder {out.parent} does not exist")
+    if out is not None and out.is_dir():
+        raise UserError(f"--out {out} is a directory; name the JSONL file to write")
     spec = retriever_spec(retriever, retriever_param)
     plan = shard_plan(executor, ray_address, workers, shards, shard_size, default_shard_root(), [spec])
     if litm is not None:

@@ -97,8 +97,14 @@ def execute(config, run_dir: Path, *, report: bool = True, plain: bool = True, e
     if stats.failed:
         say(f"warning: {stats.failed} example(s) failed and are excluded from scores; see "
             f"{run_dir / 'failures.jsonl'}; retry with `ctxcomp run --resume {run_dir}`")
+    rows = {c.compressor for c in result.cells} if config.contrasts else set()
+    for con in config.contrasts:  # a typo in a label: said now, not only in report.md
+        missing = [label for label in (con.arm, con.against) if label not in rows]
+        if missing and rows:
+            say(f"warning: contrast {con.arm!r} - {con.against!r} names no row labelled "
+                f"{', '.join(map(repr, missing))} (rows: {', '.join(sorted(rows))}); fix the config's contrasts")
     if report and summary:
-        print_scores(run_dir, plain=plain)
+        print_scores(result.data, plain=plain)
     exit_for_failures(stats.failed, stats.predicted + stats.already_done, strict=strict, what="example")
     return result
 
@@ -131,12 +137,11 @@ def print_plan(config, run_dir: Path, *, plain: bool) -> None:
     )
 
 
-def print_scores(run_dir: Path, *, plain: bool = True) -> None:
-    """Print the score table of a reported run (Markdown pastes into a paper draft or an issue as is)."""
-    from experiments.report.cells import load_run
+def print_scores(data, *, plain: bool = True) -> None:
+    """Print the score table of a reported run (``RunData``; Markdown pastes into a paper draft or an issue as is)."""
     from experiments.report.tables import score_table
 
-    data = load_run(run_dir)
+    run_dir = data.run_dir
     print_table(*score_table(data.cells, data.items()), plain=plain)
     plots = sorted((Path(run_dir) / "plots").glob("*")) if (Path(run_dir) / "plots").is_dir() else []
     typer.echo(f"report: {Path(run_dir) / 'report.md'}" + (f"; {len(plots)} plot file(s) in {Path(run_dir) / 'plots'}"
@@ -150,9 +155,11 @@ def report(
     view: bool = typer.Option(True, "--view/--no-view", help="Also write view.html (see `ctxcomp view`)."),
 ) -> None:
     """(Re)write scores, report.md, tables, plots and view.html for a run directory."""
+    from experiments.report.cells import load_run
     from experiments.report.write import write_report
 
-    md, paths = write_report(run_dir, plots=plots)
+    data = load_run(run_dir)
+    md, paths = write_report(data, plots=plots)
     typer.echo(md)
     for p in paths:
         typer.echo(f"wrote {p}")
@@ -160,7 +167,7 @@ def report(
         from experiments.cli.view import load_contexts
         from experiments.report.view import write_view
 
-        typer.echo(f"wrote {write_view(run_dir, plot_paths=paths, contexts=load_contexts)}")
+        typer.echo(f"wrote {write_view(data, plot_paths=paths, contexts=load_contexts)}")
 
 
 @user_errors

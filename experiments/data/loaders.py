@@ -9,16 +9,19 @@ from __future__ import annotations
 
 import gzip
 import json
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import IO, Any, Callable, Iterator
 
 from core.errors import UserError
 from core.text import count_words
+from experiments.data import long_formats
 from experiments.data.records import Example, render_litm_documents, render_litm_kv
 from indexes.types import Passage
 
-FAMILIES = ("longbench", "leval", "m4le", "litm_qa", "litm_kv")
+FAMILIES = ("longbench", "leval", "m4le", "litm_qa", "litm_kv", "longbench_v2", "infinitebench", "helmet_rag",
+            "helmet_summ", "ruler")
 
 
 class DataError(UserError):
@@ -84,8 +87,17 @@ def iter_records(path: str | Path) -> Iterator[tuple[_Where, dict]]:
         raise DataError(str(path), None, None, "is a directory, not a data file; name a .jsonl, .jsonl.gz or .json file")
     if not path.is_file():
         raise DataError(str(path), None, None, "file not found")
-    name = path.name[:-3] if path.name.endswith(".gz") else path.name
-    with (gzip.open(path, "rb") if path.name.endswith(".gz") else open(path, "rb")) as handle:
+    if path.name.endswith(".gz"):
+        try:
+            yield from _iter_handle(path, gzip.open(path, "rb"), path.name[:-3])
+        except (gzip.BadGzipFile, EOFError, zlib.error) as exc:  # not gzip, or cut short by an interrupted copy
+            raise DataError(str(path), None, None, f"not a readable gzip file ({exc}); fetch or build it again") from None
+    else:
+        yield from _iter_handle(path, open(path, "rb"), path.name)
+
+
+def _iter_handle(path: Path, handle: IO[bytes], name: str) -> Iterator[tuple[_Where, dict]]:
+    with handle:
         if name.endswith(".json"):
             yield from _iter_json_array(path, handle.read())
             return
@@ -272,12 +284,16 @@ _CONVERTERS: dict[str, Callable[..., list[Example]]] = {
     "m4le": _m4le,
     "litm_qa": _litm_qa,
     "litm_kv": _litm_kv,
+    **long_formats.CONVERTERS,
 }
 
 
 def detect_family(record: dict) -> str | None:
     """Which benchmark a record belongs to, from its fields."""
     keys = set(record)
+    newer = long_formats.detect(record)
+    if newer is not None:
+        return newer
     if "ordered_kv_records" in keys:
         return "litm_kv"
     if "ctxs" in keys and "question" in keys:
@@ -297,7 +313,7 @@ def _default_task_name(family: str, path: Path) -> str | None:
         return f"leval_{path.name.split('.')[0]}"
     if family == "longbench":
         return None
-    return {"m4le": "m4le", "litm_qa": "nq_multidoc", "litm_kv": "kv_retrieval"}[family]
+    return {"m4le": "m4le", "litm_qa": "nq_multidoc", "litm_kv": "kv_retrieval"}.get(family)
 
 
 def load_examples(
@@ -328,6 +344,15 @@ def load_examples(
     return examples[:limit] if limit is not None else examples
 
 
+def examples_from_records(records: list[dict], family: str, task: str, source: str) -> list[Example]:
+    """Records made in memory (a generator's) read by the family's converter, exactly as from a file;
+    ``source`` names them in errors and in each example's ``source`` (``source:index``)."""
+    examples: list[Example] = []
+    for index, record in enumerate(records):
+        examples.extend(_CONVERTERS[family](record, _Where(f"{source}:{index}", None), task))
+    return examples
+
+
 def load_litm_qa(path: str | Path, task: str = "nq_multidoc") -> list[Example]:
     """Lost in the Middle multi-document QA (``question, answers, ctxs[title,text,hasanswer,isgold]``)."""
     return load_examples(path, "litm_qa", task)
@@ -343,7 +368,8 @@ def load_hf(dataset_id: str, name: str | None = None, split: str = "test", *, fa
     """Load from the Hugging Face hub (e.g. ``THUDM/LongBench``, ``hotpotqa``); needs network or a local cache."""
     from datasets import load_dataset
 
-    rows = load_dataset(dataset_id, name, split=split)
+    features = long_formats.hf_features(family)
+    rows = load_dataset(dataset_id, name, split=split, **({"features": features} if features is not None else {}))
     examples: list[Example] = []
     label = f"hf:{dataset_id}" + (f"/{name}" if name else "") + f"[{split}]"
     for index, row in enumerate(rows, start=1):

@@ -76,7 +76,7 @@ class RunFileError(UserError):
 RecordKey = tuple[str, str, str]
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class Keyed:
     """The fields that key a prediction, trace or failure line and name it in reports."""
 
@@ -107,7 +107,7 @@ class Keyed:
         return out
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class Prediction(Keyed):
     """One scored prediction: what the reader saw and said, its score, and what it cost."""
 
@@ -136,7 +136,7 @@ class Prediction(Keyed):
     score_parts: dict[str, float] = field(default_factory=dict)
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class Trace(Keyed):
     """A compressor's intermediates for one prediction (ranking with scores, summaries, kept text)."""
 
@@ -145,7 +145,7 @@ class Trace(Keyed):
     trace: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class Failure(Keyed):
     """An example that could not be predicted (compression refused, a remote fault after retries)."""
 
@@ -155,7 +155,7 @@ class Failure(Keyed):
     time: float = 0.0
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class Judgement:
     """A judge's verdict on one prediction, under one protocol, judge and opponent."""
 
@@ -181,7 +181,7 @@ class Judgement:
 
 _OMITTED_WHEN_EMPTY = {"Prediction": ("score_parts",)}
 _REQUIRED: dict[type, tuple[str, ...]] = {}
-_TEXT_FIELDS = ("task", "id", "config_hash", "compressor", "reader")
+TEXT_FIELDS = ("task", "id", "config_hash", "compressor", "reader")
 
 
 def _required(cls: type) -> tuple[str, ...]:
@@ -196,21 +196,43 @@ def parse_record(cls: type[R], obj: Any, where: str) -> R:
 
     Keys the record does not know (written by a newer ctxcomp) are ignored.
     """
+    check_record(cls, obj, where)
+    names = _field_names(cls)
+    return cls(**{k: v for k, v in obj.items() if k in names})
+
+
+def record_key(cls: type, obj: Any, where: str) -> tuple[str, ...]:
+    """The key of ``obj`` as a ``cls`` record would have it, after the same checks, without building the record
+    (a run that continues needs only the keys of what it holds)."""
+    check_record(cls, obj, where)
+    return tuple(obj[name] for name in record_shape(cls)[2])
+
+
+_KEY_FIELDS = {"Keyed": ("task", "id", "config_hash"),
+               "Judgement": ("task", "id", "config_hash", "protocol", "judge", "against")}
+
+
+def check_record(cls: type, obj: Any, where: str) -> None:
+    """A ``RunFileError`` naming ``where`` and the field unless ``obj`` can be a ``cls`` record."""
     if not isinstance(obj, dict):
         raise RunFileError(f"{where}: not a JSON object but {type(obj).__name__}")
     missing = [name for name in _required(cls) if name not in obj]
     if missing:
         raise RunFileError(f"{where}: missing field {', '.join(map(repr, missing))}")
-    for name in _TEXT_FIELDS:
+    for name in TEXT_FIELDS:
         if name in obj and not isinstance(obj[name], str):
             raise RunFileError(f"{where}: field {name!r} must be a string, got {obj[name]!r}")
     score = obj.get("score")
     if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float))):
         raise RunFileError(f"{where}: field 'score' must be a number, got {score!r}")
-    names = _field_names(cls)
-    return cls(**{k: v for k, v in obj.items() if k in names})
 
 
 @functools.lru_cache(maxsize=None)
 def _field_names(cls: type) -> frozenset[str]:
     return frozenset(f.name for f in fields(cls))
+
+
+@functools.lru_cache(maxsize=None)
+def record_shape(cls: type) -> tuple[frozenset[str], frozenset[str], tuple[str, ...]]:
+    """(required fields, all fields, key fields) of a record type, for readers that check many lines at once."""
+    return frozenset(_required(cls)), _field_names(cls), _KEY_FIELDS.get(cls.__name__, _KEY_FIELDS["Keyed"])

@@ -3,7 +3,8 @@
 The latest judgement of each prediction wins; a cell's value is the mean over
 its judged examples x 100 with a 95% bootstrap interval, and the failed
 judgements (unparseable verdicts, judge errors, a pairwise judgement with one
-order only) are counted beside it and left out.
+order only) are counted beside it and left out; with ``--single-order`` a pairwise
+judgement whose other order failed counts, and how many did is counted too.
 """
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ class JudgedCell:
     ci95: tuple[float, float]
     n: int
     n_failed: int
+    n_one_order: int = 0  # pairwise judgements counted on one order only (``ctxcomp judge --single-order``)
 
 
 def judged_cells(run_dir: str | Path) -> list[JudgedCell]:
@@ -42,16 +44,19 @@ def judged_cells(run_dir: str | Path) -> list[JudgedCell]:
         groups[(r.task, r.config_hash, r.protocol, r.judge, r.against)].append(r)
     cells = []
     for (task, config_hash, protocol, judge, against), recs in groups.items():
-        ok = [float(r.value) for r in recs if r.status == "ok" and r.value is not None]
-        mi = mean_interval(ok)
+        ok = [r for r in recs if r.status == "ok" and r.value is not None]
+        one_order = sum(bool((r.parts or {}).get("failed_orders")) for r in ok)
+        mi = mean_interval([float(r.value) for r in ok])
         cells.append(JudgedCell(task, recs[0].reader, recs[0].compressor, config_hash, protocol, judge, against,
-                                mi.mean, (mi.lo, mi.hi), mi.n, len(recs) - len(ok)))
+                                mi.mean, (mi.lo, mi.hi), mi.n, len(recs) - len(ok), one_order))
     return cells
 
 
 def judged_table(cells: Sequence[JudgedCell]) -> tuple[list[str], list[list[str]]]:
+    one_order = any(c.n_one_order for c in cells)  # a column only when --single-order let some count
     header = ["task", "reader", "compressor", "protocol", "against", "judge", "value [95% CI]", "n", "failed"]
+    header += ["one order only"] if one_order else []
     fmt = lambda c: "—" if not c.n else f"{c.value:.1f} [{c.ci95[0]:.1f}, {c.ci95[1]:.1f}]"  # noqa: E731
     body = [[c.task, c.reader, c.compressor, c.protocol, c.against, c.judge, fmt(c), str(c.n), str(c.n_failed)]
-            for c in cells]
+            + ([str(c.n_one_order)] if one_order else []) for c in cells]
     return header, body

@@ -139,7 +139,9 @@ def plot_position(
 
 
 def _fit(label: str, width: int = 40) -> str:
-    """A label that leaves the axes room: a long one keeps its start and end around an ellipsis."""
+    """A label that leaves the axes room: a long one keeps its start and end around an ellipsis; a control
+    character (a NUL, a tab) is shown escaped, as no font draws it."""
+    label = "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in label)
     return label if len(label) <= width else f"{label[: width // 2 - 1]}…{label[-(width // 2 - 1):]}"
 
 
@@ -195,7 +197,7 @@ def plot_delta_forest(deltas: Mapping[str, Mapping[str, Mapping[str, float]]], p
                 if r == 0:
                     ax.set_title(_two_lines(task, len(tasks)))
                 if t == 0:
-                    ax.set_ylabel(reader)
+                    ax.set_ylabel(_fit(reader))
         fig.supxlabel("Δ score vs full context (points); bar: paired 95% interval, filled: excludes 0")
         return _save(fig, path)
 
@@ -220,4 +222,42 @@ def plot_length_buckets(scores: Mapping[str, Mapping[str, float]], path: str | P
         return _save(fig, path)
 
 
-__all__ = ["plot_curve", "plot_delta_forest", "plot_length_buckets", "plot_position"]
+def plot_score_by_length(series: Mapping[str, Mapping[str, Mapping[str, Any]]], path: str | Path) -> list[Path]:
+    """The "effective length" picture: score against context length, one panel per task (columns) and reader
+    (rows), one line per compressor, 95% intervals as bars; ``series[reader][task][compressor]`` is
+    ``(labels, means, lows, highs)`` in score points, lengths in increasing order."""
+    plt = _pyplot()
+    readers = list(series)
+    tasks = list(dict.fromkeys(t for by_task in series.values() for t in by_task))
+    with plt.rc_context(_STYLE):
+        fig, axes = plt.subplots(len(readers), len(tasks), figsize=(PAGE_IN, 0.8 + 1.9 * len(readers)), sharey=True,
+                                 squeeze=False, layout="constrained")
+        colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+        arms = list(dict.fromkeys(a for by_task in series.values() for arms in by_task.values() for a in arms))
+        for r, reader in enumerate(readers):
+            for t, task in enumerate(tasks):
+                ax = axes[r][t]
+                for a, arm in enumerate(arms):
+                    line = series[reader].get(task, {}).get(arm)
+                    if line is None:
+                        continue
+                    labels, means, lows, highs = line
+                    xs = list(range(len(labels)))
+                    dodge = (a - (len(arms) - 1) / 2) * 0.06
+                    ax.errorbar([x + dodge for x in xs], means, yerr=[[m - lo for m, lo in zip(means, lows)],
+                                                                      [hi - m for m, hi in zip(means, highs)]],
+                                marker="o", markersize=3, linewidth=1, elinewidth=0.7, capsize=1.5,
+                                color=colors[a % len(colors)], label=_fit(arm) if r == 0 and t == 0 else None)
+                    ax.set_xticks(xs, labels)
+                ax.set_ylim(-2, 102)
+                ax.grid(alpha=0.3)
+                if r == 0:
+                    ax.set_title(_two_lines(task, len(tasks)))
+                if t == 0:
+                    ax.set_ylabel(f"{reader}\nscore")
+        fig.supxlabel("context length (tokens); bars: 95% bootstrap intervals")
+        fig.legend(loc="outside lower center", ncol=2, frameon=False)
+        return _save(fig, path)
+
+
+__all__ = ["plot_curve", "plot_delta_forest", "plot_length_buckets", "plot_position", "plot_score_by_length"]

@@ -61,7 +61,8 @@ def show_example(run_dir: str | Path, example_id: str, *, config_hash: str | Non
         trace = traces.get(r.key)
         parts.append(_block("trace", _trace_text(trace) if trace else "(no trace recorded)"))
         prompt_file = files.prompt_path(r.prompt_hash)
-        prompt = prompt_file.read_text(encoding="utf-8") if prompt_file.is_file() else "(prompts were not saved)"
+        prompt = prompt_file.read_text(encoding="utf-8") if prompt_file.is_file() else \
+            f"(not in the run directory: {prompt_file} is missing; the config may have save_prompts: false)"
         parts.append(_block(f"prompt {r.prompt_hash}", prompt))
         parts.append(_block("prediction", r.prediction))
         parts.append(_block("score", f"{r.metric} = {r.score:.4f}"

@@ -19,6 +19,15 @@ forms (the difference of an unweighted average over tasks, pairs resampled
 within their task) have no scipy counterpart and are written here.
 Resampling is seeded, so a report rebuilt from the same predictions shows
 the same intervals.
+
+Above ``LARGE_N`` examples a sample is resampled through the counts of its
+distinct values: a bootstrap resample of n values is a multinomial draw of how
+often each distinct value occurs, and a sign flip of the differences is, for
+each distinct absolute difference, a binomial draw of how many are positive.
+The distributions are those of the direct methods (another random stream), at
+a cost in the number of distinct values instead of n, so a cell of a hundred
+thousand 0/1 scores costs what a cell of three does.  Where nearly every value
+is distinct (a continuous metric) the direct draws are used.
 """
 from __future__ import annotations
 
@@ -34,6 +43,9 @@ CONFIDENCE = 0.95
 # reports then give the delta and its n, without an interval or a p-value.
 MIN_PAIRS = 5
 _CHUNK = 1_000
+# Above this many values a sample is resampled through its distinct values' counts (see the module docstring);
+# below it, as before, so the intervals of small runs never change.
+LARGE_N = 1_000
 
 
 @dataclass(frozen=True)
@@ -59,14 +71,40 @@ class MeanInterval:
     n: int
 
 
+def _few_distinct(x: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """(distinct values, their counts) of a large sample with few distinct values; None otherwise."""
+    if len(x) <= LARGE_N:
+        return None
+    values, counts = np.unique(x, return_counts=True)
+    return (values, counts) if len(values) <= len(x) // 8 else None
+
+
+def _resampled_means(x: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
+    """``size`` bootstrap means of ``x``: index draws, or multinomial counts of its distinct values (large n)."""
+    distinct = _few_distinct(x)
+    if distinct is None:
+        return x[rng.integers(0, len(x), size=(size, len(x)))].mean(axis=1)
+    values, counts = distinct
+    return rng.multinomial(len(x), counts / len(x), size=size) @ values / len(x)
+
+
+def _flipped_means(d: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
+    """``size`` means of ``d`` with random signs: sign draws, or binomial counts per distinct |d| (large n)."""
+    distinct = _few_distinct(np.abs(d))
+    if distinct is None:
+        return ((rng.integers(0, 2, size=(size, len(d))) * 2 - 1) * d).mean(axis=1)
+    values, counts = distinct
+    positive = rng.binomial(counts, 0.5, size=(size, len(counts)))
+    return (2 * positive - counts) @ values / len(d)
+
+
 def _bootstrap_strata(groups: Sequence[np.ndarray], n_resamples: int, rng: np.random.Generator) -> np.ndarray:
     """Resampled statistic: the mean over groups of each group's mean, each group resampled within itself."""
     out = np.zeros(n_resamples)
     for start in range(0, n_resamples, _CHUNK):
         size = min(_CHUNK, n_resamples - start)
         for g in groups:
-            idx = rng.integers(0, len(g), size=(size, len(g)))
-            out[start: start + size] += g[idx].mean(axis=1)
+            out[start: start + size] += _resampled_means(g, size, rng)
     return out / len(groups)
 
 
@@ -92,6 +130,11 @@ def _one_sample_interval(x: np.ndarray, n_resamples: int, seed: int, confidence:
 
     if len(x) == 1 or np.all(x == x[0]):  # one value: every resample is that value
         return float(x[0]), float(x[0])
+    if _few_distinct(x) is not None:
+        rng = np.random.default_rng(seed)
+        means = np.concatenate([_resampled_means(x, min(_CHUNK, n_resamples - start), rng)
+                                for start in range(0, n_resamples, _CHUNK)])
+        return _percentile_interval(means, confidence)
     res = stats.bootstrap((x,), np.mean, n_resamples=n_resamples, batch=_CHUNK, method="percentile",
                           confidence_level=confidence, random_state=np.random.default_rng(seed), vectorized=True)
     return float(res.confidence_interval.low), float(res.confidence_interval.high)
@@ -112,7 +155,7 @@ def sign_flip_p_value(differences: Sequence[float] | Sequence[np.ndarray], *, n_
         return 1.0
     if len(groups) == 1 and len(groups[0]) == 1:
         return 1.0  # both signs of one difference are as extreme
-    if len(groups) == 1:
+    if len(groups) == 1 and _few_distinct(np.abs(groups[0])) is None:
         from scipy import stats
 
         res = stats.permutation_test((groups[0],), lambda d, axis=-1: np.abs(np.mean(d, axis=axis)),
@@ -125,8 +168,7 @@ def sign_flip_p_value(differences: Sequence[float] | Sequence[np.ndarray], *, n_
         size = min(_CHUNK, n_resamples - start)
         stat = np.zeros(size)
         for g in groups:
-            signs = rng.integers(0, 2, size=(size, len(g))) * 2 - 1
-            stat += (signs * g).mean(axis=1)
+            stat += _flipped_means(g, size, rng)
         hits += int((np.abs(stat / len(groups)) >= observed - 1e-12).sum())
     return (1 + hits) / (1 + n_resamples)
 

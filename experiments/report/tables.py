@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from experiments.data.records import split_swept_id
 from experiments.report.cells import Cell, paired_vs, pos_order
-from experiments.report.stats import MIN_PAIRS, PairedDelta, format_delta, format_p
+from experiments.report.stats import MIN_PAIRS, PairedDelta, format_delta, format_p, mean_interval
 from experiments.scoring.registry import LONGBENCH_E_BUCKETS
 
 Table = tuple[list[str], list[list[str]]]
@@ -258,3 +258,108 @@ def csv_text(header: Sequence[str], body: Sequence[Sequence[str]]) -> str:
     writer.writerow(header)
     writer.writerows(body)
     return buf.getvalue()
+
+
+# -- context length: the "effective length" picture, and LongBench v2's results table ------------------------------
+
+
+def _length_order(keys: Sequence[str]) -> list[str]:
+    """Lengths in increasing order: numbers numerically (RULER's tokens), LongBench v2's short/medium/long, else as met."""
+    if all(k.isdigit() for k in keys):
+        return sorted(keys, key=int)
+    named = [k for k in ("short", "medium", "long") if k in keys]
+    return named if len(named) == len(keys) else list(keys)
+
+
+def length_label(key: str) -> str:
+    """``16384`` as ``16k`` (a power-of-two multiple of 1,024), other keys as they are."""
+    return f"{int(key) // 1024}k" if key.isdigit() and int(key) % 1024 == 0 else key
+
+
+def length_items(cells: Sequence[Cell], predictions: Sequence) -> dict[tuple[str, str], dict[str, dict[str, float]]]:
+    """Item scores by (task, config hash), then length bucket (``meta["length_bucket"]``), then example id."""
+    keys = {(c.task, c.config_hash) for c in cells}
+    out: dict[tuple[str, str], dict[str, dict[str, float]]] = defaultdict(lambda: defaultdict(dict))
+    for r in predictions:
+        bucket = (r.meta or {}).get("length_bucket")
+        if bucket is not None and (r.task, r.config_hash) in keys:
+            out[(r.task, r.config_hash)][str(bucket)][r.id] = float(r.score)
+    return out
+
+
+def length_tables(cells: Sequence[Cell], predictions: Sequence) -> tuple[Table, Table]:
+    """Score by context length per task and arm, ``score [95% interval] (n)``; and each compressed arm minus full
+    context at each length, paired on the example, with its interval and n, per task and pooled over the tasks of
+    one category (stratified by task).  Only tasks with two or more lengths."""
+    items = length_items(cells, predictions)
+    by_task: dict[str, list[str]] = defaultdict(list)
+    for (task, _), buckets in items.items():
+        by_task[task] += [b for b in buckets if b not in by_task[task]]
+    by_task = {t: _length_order(b) for t, b in by_task.items() if len(b) > 1}
+    lengths = list(dict.fromkeys(b for bs in by_task.values() for b in bs))
+    lengths = _length_order(lengths) if len(set(map(str.isdigit, lengths))) == 1 else lengths
+    labels = [length_label(k) for k in lengths]
+    scores: list[list[str]] = []
+    deltas: list[list[str]] = []
+    full = {(c.task, c.reader): c for c in cells if c.is_full}
+    for c in sorted((c for c in cells if c.task in by_task), key=lambda c: (c.order[1], c.order[0])):
+        mine = items.get((c.task, c.config_hash), {})
+        row = [c.task, c.reader, c.compressor]
+        for k in lengths:
+            values = list(mine.get(k, {}).values())
+            if not values:
+                row.append("")
+                continue
+            mi = mean_interval(values)
+            row.append(f"{mi.mean:.1f} [{mi.lo:.1f}, {mi.hi:.1f}] (n={mi.n})")
+        scores.append(row)
+        base = full.get((c.task, c.reader))
+        if base is None or c.is_full:
+            continue
+        base_items = items.get((base.task, base.config_hash), {})
+        deltas.append([c.task, c.reader, f"{c.compressor} - full",
+                       *(_length_delta(paired_vs(base_items.get(k, {}), mine.get(k, {}))) for k in lengths)])
+    # tasks of one category (e.g. the needle tasks) pooled: paired on (task, example), resampled within each task
+    pooled: dict[tuple[str, str, str], list[Cell]] = defaultdict(list)
+    for c in cells:
+        if c.task in by_task and not c.is_full and (c.task, c.reader) in full and c.category:
+            pooled[(c.category, c.reader, c.compressor)].append(c)
+    for (category, reader, comp), group in pooled.items():
+        if len(group) < 2:
+            continue
+        row = [f"{category} ({len(group)} tasks)", reader, f"{comp} - full"]
+        for k in lengths:
+            base, other, strata = {}, {}, {}
+            for c in group:
+                b = items.get((c.task, full[(c.task, c.reader)].config_hash), {}).get(k, {})
+                for ex_id, value in items.get((c.task, c.config_hash), {}).get(k, {}).items():
+                    if ex_id in b:
+                        key = f"{c.task}\x1f{ex_id}"
+                        base[key], other[key], strata[key] = b[ex_id], value, c.task
+            row.append(_length_delta(paired_vs(base, other, strata)) if base else "")
+        deltas.append(row)
+    header = ["task", "reader", "compressor", *labels]
+    return (header, scores), (["task", "reader", "contrast", *labels], deltas)
+
+
+def _length_delta(pd: PairedDelta) -> str:
+    if pd.n == 0:
+        return ""
+    return (format_delta(pd) if pd.n >= MIN_PAIRS else f"{pd.delta:+.2f}") + f" (n={pd.n})"
+
+
+def longbench_v2_table(cells: Sequence[Cell], predictions: Sequence) -> Table:
+    """LongBench v2 ``result.py``'s Overall / Easy / Hard / Short / Medium / Long per task and arm, from the item
+    scores (so the compensated metric's 0.25 for no answer counts as in the script)."""
+    from experiments.scoring.longbench_v2 import COLUMNS, results_rows
+
+    wanted = {(c.task, c.config_hash): c for c in cells}
+    groups: dict[str, list[tuple[float, str, str]]] = defaultdict(list)
+    for r in predictions:
+        c = wanted.get((r.task, r.config_hash))
+        meta = r.meta or {}
+        if c is not None and "difficulty" in meta and "length" in meta and "choice_A" in meta:
+            groups[f"{c.task}\x1f{c.reader}\x1f{c.compressor}"].append((float(r.score), meta["difficulty"], meta["length"]))
+    rows = results_rows(groups)
+    return ["task", "reader", "compressor", *COLUMNS, "n"], [
+        [*name.split("\x1f"), *values, str(len(groups[name]))] for name, *values in rows]

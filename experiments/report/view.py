@@ -131,11 +131,12 @@ def overview(data: RunData, plot_paths: Sequence[Path] | None, against: RunData 
     return {"tables": out_tables, "plots": _plots(data, curve, plot_paths), "manifest": run_files(data.run_dir)}
 
 
-def build_view(run_dir: str | Path, *, against: str | Path | None = None, plot_paths: Sequence[Path] | None = None,
+def build_view(run: str | Path | RunData, *, against: str | Path | None = None, plot_paths: Sequence[Path] | None = None,
                contexts: ContextLoader | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
     """(the overview block, the other blocks by element id) of a run's view; ``contexts`` loads the examples
-    (their original contexts), which the report room cannot do itself: it never reads a run's config."""
-    data = load_run(run_dir)
+    (their original contexts), which the report room cannot do itself: it never reads a run's config.
+    ``run``: a run directory or its records already loaded."""
+    data = run if isinstance(run, RunData) else load_run(run)
     other = load_run(against) if against is not None else None
     sides = [RunSide.load(data, "", 0)]
     if other is not None:
@@ -169,11 +170,11 @@ def render_html(meta: dict[str, Any], blocks: dict[str, Any]) -> str:
     return re.sub(r"\{\{([A-Z_]+)\}\}", lambda m: parts[m.group(1)], template)
 
 
-def write_view(run_dir: str | Path, *, against: str | Path | None = None, plot_paths: Sequence[Path] | None = None,
+def write_view(run: str | Path | RunData, *, against: str | Path | None = None, plot_paths: Sequence[Path] | None = None,
                out: str | Path | None = None, contexts: ContextLoader | None = None) -> Path:
-    """Write ``RUN_DIR/view.html`` (or ``out``) and return its path."""
-    meta, blocks = build_view(run_dir, against=against, plot_paths=plot_paths, contexts=contexts)
-    target = Path(out) if out is not None else Path(run_dir) / VIEW_FILE
+    """Write ``RUN_DIR/view.html`` (or ``out``) and return its path; ``run`` as for ``build_view``."""
+    meta, blocks = build_view(run, against=against, plot_paths=plot_paths, contexts=contexts)
+    target = Path(out) if out is not None else (run.run_dir if isinstance(run, RunData) else Path(run)) / VIEW_FILE
     write_atomic(target, render_html(meta, blocks))
     return target
 

@@ -16,6 +16,8 @@ from experiments.report.tables import (
     contrast_table,
     csv_text,
     efficiency_table,
+    length_tables,
+    longbench_v2_table,
     markdown_cell,
     markdown_table,
     position_contrasts,
@@ -41,7 +43,7 @@ def write_scores(run_dir: Path, cells: Sequence[Cell]) -> None:
     for j in judged_cells(run_dir):
         judged[(j.task, j.config_hash)].append({"protocol": j.protocol, "against": j.against, "judge": j.judge,
                                                 "value": j.value, "ci95": list(j.ci95), "n": j.n,
-                                                "n_failed": j.n_failed})
+                                                "n_failed": j.n_failed, "n_one_order": j.n_one_order})
     rows = [_json_safe({**asdict(c), "judged": judged.get((c.task, c.config_hash), [])}) for c in cells]
     write_atomic(run_dir / "scores.json", json.dumps({"cells": rows}, indent=2, ensure_ascii=False))
     header = ["task", "category", "reader", "compressor", "config_hash", "metric", "score", "delta_vs_full",
@@ -57,9 +59,11 @@ def write_scores(run_dir: Path, cells: Sequence[Cell]) -> None:
     write_atomic(run_dir / "scores.csv", csv_text(header, body))
 
 
-def write_report(run_dir: str | Path, *, plots: bool = True) -> tuple[str, list[Path]]:
-    """Write scores.json/.csv, report.md, tables/*.csv and plots/*; return the markdown and the plot paths."""
-    data = load_run(run_dir)
+def write_report(run: str | Path | RunData, *, plots: bool = True) -> tuple[str, list[Path]]:
+    """Write scores.json/.csv, report.md, tables/*.csv and plots/*; return the markdown and the plot paths.
+
+    ``run``: a run directory, or its records already loaded (``load_run``), so a command computes cells once."""
+    data = run if isinstance(run, RunData) else load_run(run)
     run_dir, cells = data.run_dir, data.cells
     write_scores(run_dir, cells)
     tables, contrast_notes, curve = report_tables(data)
@@ -70,7 +74,7 @@ def write_report(run_dir: str | Path, *, plots: bool = True) -> tuple[str, list[
     from experiments.report.curve import write_curve
 
     curve_paths = write_curve(curve, run_dir, plots=plots) if curve else []
-    plot_paths = _write_plots(run_dir, cells) if plots else []
+    plot_paths = _write_plots(run_dir, cells, data) if plots else []
     plot_paths += [p for p in curve_paths if p.suffix in (".png", ".svg")]
     md = render_markdown(data, tables, plot_paths, curve, contrast_notes)
     write_atomic(run_dir / "report.md", md)
@@ -90,6 +94,7 @@ def report_tables(data: RunData) -> tuple[dict[str, Table], list[str], list]:
         "positions": breakdown_table(cells, "by_position"),
         "position_contrasts": position_contrasts(cells, data.items()),
     }
+    tables.update(context_length_tables(data))
     from experiments.report.curve import curve_contrasts, curve_rows
 
     curve = curve_rows(data)
@@ -98,7 +103,18 @@ def report_tables(data: RunData) -> tuple[dict[str, Table], list[str], list]:
     return tables, contrast_notes, curve
 
 
+def context_length_tables(data: RunData) -> dict[str, Table]:
+    """The score-by-length tables (with intervals, and deltas vs full paired by length) and LongBench v2's
+    result.py table, when the run has tasks they apply to."""
+    scores, deltas = length_tables(data.cells, data.predictions)
+    return {"score_by_length": scores, "length_deltas": deltas,
+            "longbench_v2": longbench_v2_table(data.cells, data.predictions)}
+
+
 TITLES = {
+    "score_by_length": "Score by context length, per arm (mean [95% bootstrap interval] (n)): the effective length",
+    "length_deltas": "Compressed minus full context at each length, paired on the example ([95% interval], n)",
+    "longbench_v2": "LongBench v2 (result.py): accuracy overall, by difficulty and by length",
     "scores": "Scores",
     "efficiency": "Compression, tokens, cost and latency (means per example, one row per task)",
     "length_buckets": "Scores by length bucket",
@@ -154,7 +170,26 @@ def render_markdown(data: RunData, tables: dict[str, Table], plot_paths: Sequenc
     return "\n".join(parts) + "\n"
 
 
-def _write_plots(run_dir: Path, cells: Sequence[Cell]) -> list[Path]:
+def _plot_lengths(out: Path, data: RunData) -> list[Path]:
+    """plots/score_by_length.png: the score-by-length table's numbers as lines with interval bars."""
+    from experiments.report import plots
+    from experiments.report.stats import mean_interval
+    from experiments.report.tables import length_items, length_label
+
+    items = length_items(data.cells, data.predictions)
+    series: dict[str, dict[str, dict[str, tuple]]] = defaultdict(lambda: defaultdict(dict))
+    for c in data.cells:
+        buckets = items.get((c.task, c.config_hash), {})
+        keys = sorted(buckets, key=lambda k: (not k.isdigit(), int(k) if k.isdigit() else 0, k))
+        if len(keys) < 2:
+            continue
+        stats = [mean_interval(list(buckets[k].values())) for k in keys]
+        series[c.reader][c.task][c.compressor] = ([length_label(k) for k in keys], [s.mean for s in stats],
+                                                  [s.lo for s in stats], [s.hi for s in stats])
+    return plots.plot_score_by_length(series, out / "score_by_length.png") if series else []
+
+
+def _write_plots(run_dir: Path, cells: Sequence[Cell], data: RunData | None = None) -> list[Path]:
     from experiments.report import plots
 
     out = run_dir / "plots"
@@ -169,6 +204,7 @@ def _write_plots(run_dir: Path, cells: Sequence[Cell]) -> list[Path]:
                 intervals[c.reader][c.compressor][c.task] = (c.delta_ci95[0], c.delta_ci95[1])
     if deltas:
         paths += plots.plot_delta_forest(deltas, out / "delta_vs_full.png", intervals)
+    paths += _plot_lengths(out, data) if data is not None else []
     buckets = {f"{c.reader} | {c.compressor} | {c.task}": c.buckets for c in cells if len(c.buckets) > 1}
     if buckets:
         paths += plots.plot_length_buckets(buckets, out / "length_buckets.png")

@@ -6,15 +6,16 @@ through :func:`evaluate`, so a run started anywhere leaves the same files,
 """
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from core.files import write_atomic
 from experiments.data.store import CONFIG, STATS
-from experiments.report.cells import Cell, load_run
+from experiments.report.cells import Cell, RunData, load_run
 from experiments.run.config import ConfigError, RunConfig, apply_overrides, load_config, parse_config
 from experiments.run.driver import Runner, RunStats
 from experiments.run.executors import Executor
@@ -22,11 +23,21 @@ from experiments.run.executors import Executor
 
 @dataclass
 class Evaluation:
-    """What ``evaluate`` returns: where the run lives, what it did, and its scored cells."""
+    """What ``evaluate`` returns: where the run lives, what it did, and its scored cells (computed once, when
+    the report is written or when first asked for)."""
 
     run_dir: Path
     stats: RunStats
-    cells: list[Cell]
+    loaded: RunData | None = field(default=None, repr=False)
+
+    @functools.cached_property
+    def data(self) -> RunData:
+        """The run directory's records and cells."""
+        return self.loaded if self.loaded is not None else load_run(self.run_dir)
+
+    @property
+    def cells(self) -> list[Cell]:
+        return self.data.cells
 
 
 class RunInterrupted(KeyboardInterrupt):
@@ -87,11 +98,13 @@ def evaluate(
     finally:
         runner.close()
     write_atomic(run_dir / STATS, json.dumps(stats.as_dict(), indent=2))
-    if report:
-        from experiments.report.write import write_report
+    if not report:
+        return Evaluation(run_dir, stats)
+    from experiments.report.write import write_report
 
-        write_report(run_dir, plots=plots)
-    return Evaluation(run_dir, stats, load_run(run_dir).cells)
+    data = load_run(run_dir)
+    write_report(data, plots=plots)
+    return Evaluation(run_dir, stats, data)
 
 
 __all__ = ["Evaluation", "RunInterrupted", "evaluate", "resolve_config"]

@@ -34,6 +34,15 @@ class ConfigError(UserError):
     """A config file is invalid; the message names the file and the offending key."""
 
 
+def _usable_path(value: str) -> str:
+    if "\x00" in value:
+        raise ValueError("holds a NUL character, which no file name can")
+    return value
+
+
+PathText = Annotated[str, AfterValidator(_usable_path)]  # a path the run will open or make
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -140,7 +149,34 @@ class OpenDomainConfig(_Strict):
 
     retriever: ComponentConfig = Field(default_factory=lambda: ComponentConfig(name="bm25"))
     depth: int = Field(50, gt=0)
-    corpus: str | None = None
+    corpus: PathText | None = None
+
+
+class RulerSource(_Strict):
+    """RULER-style examples generated in place (``experiments.protocols.ruler``), ``n`` per length.
+
+    ``lengths`` are targets in ``tokenizer``'s tokens (``words``; ``tiktoken:NAME``; a Hugging Face id or
+    folder; ``reader:NAME``: the tokenizer of that reader, e.g. ``reader:smollm2``).  ``haystack``: ``essay``
+    (the project's own prose, or the text file ``essay``), ``noise``.  ``qa_source``: the QA file (a data name
+    or path) whose passages the ``qa`` task pads with.
+    """
+
+    lengths: list[Annotated[int, Field(ge=256)]]
+    n: int = Field(10, gt=0)
+    seed: int = 0
+    tokenizer: str = "words"
+    haystack: Literal["essay", "noise"] = "essay"
+    essay: str | None = None
+    qa_source: str | None = None
+
+
+class ChunksConfig(_Strict):
+    """Cut each example's context into untitled passages before compression (LongBench v2 / ∞Bench RAG arms:
+    OP-RAG's 128-token chunks), so a retrieval compressor keeps whole chunks and the prompt can show them as
+    ``Retrieved chunk i``.  ``chunker``: a chunker section (``tokens`` needs ``params: {tokenizer: ...}``)."""
+
+    size: int = Field(128, gt=0)
+    chunker: ComponentConfig = Field(default_factory=lambda: ComponentConfig(name="words"))
 
 
 class TaskConfig(_Strict):
@@ -148,12 +184,14 @@ class TaskConfig(_Strict):
 
     name: str
     label: str | None = None
-    path: str | None = None
+    path: PathText | None = None
     data: Annotated[str, AfterValidator(known_data_name)] | None = None  # a name from `ctxcomp data list`
     hf: str | None = None
     hf_name: str | None = None
     split: str = "test"
     synthetic: SyntheticSource | None = None
+    ruler: RulerSource | None = None
+    chunks: ChunksConfig | None = None
     limit: int | None = Field(None, gt=0)
     length_instruction: bool | None = None
     query_aware: bool = False
@@ -180,9 +218,10 @@ class TaskConfig(_Strict):
 
     @model_validator(mode="after")
     def _one_source(self) -> "TaskConfig":
-        given = [k for k in ("path", "data", "hf", "synthetic") if getattr(self, k) is not None]
+        given = [k for k in ("path", "data", "hf", "synthetic", "ruler") if getattr(self, k) is not None]
         if len(given) != 1:
-            raise ValueError(f"task {self.name!r} needs exactly one of path, data, hf, synthetic (got {given or 'none'})")
+            raise ValueError(f"task {self.name!r} needs exactly one of path, data, hf, synthetic, ruler "
+                             f"(got {given or 'none'})")
         if self.sweep is not None and self.open_domain is not None:
             raise ValueError(f"task {self.name!r}: a sweep and open_domain do not combine; use two tasks")
         return self
@@ -199,7 +238,7 @@ class ContrastConfig(_Strict):
 
 class RunConfig(_Strict):
     name: str = "run"
-    output_dir: str | None = None
+    output_dir: PathText | None = None
     tasks: list[TaskConfig]
     compressors: list[ComponentConfig] = Field(default_factory=lambda: [ComponentConfig(name="full")])
     readers: list[ComponentConfig]

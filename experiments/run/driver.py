@@ -164,9 +164,10 @@ class Runner:
     def _run(self) -> RunStats:
         start = time.perf_counter()
         self.stats = RunStats()
-        done = {r.key for r in self.files.predictions.repair()}
-        self.files.traces.repair(keep=lambda trace: trace.key in done)  # a kill between trace and prediction
-        self.files.failures.repair()
+        done = set(self.files.predictions.repair_keys())
+        self.files.traces.repair_tail(keep=lambda key: key in done)  # a kill between traces and predictions
+        self.files.traces.check_shape()  # no damaged line in the middle, at a fraction of parsing them
+        self.files.failures.repair_keys()
         if self._continuing:
             self.notify(f"{self.run_dir} holds a run of this config; continuing it")
         units, already = pending_units(self.worker, done)
@@ -192,18 +193,17 @@ class Runner:
         return self.stats
 
     def _write(self, result: UnitResult) -> None:
-        """Write one unit's records: prompts and traces first, then the prediction lines that commit them."""
+        """Write one unit's records: prompts and traces first, then the prediction lines that commit them; each log
+    takes the unit's lines in one write and one fsync."""
         for phash, prompt in result.prompts.items():
             path = self.files.prompt_path(phash)
-            if not path.exists():
+            if not path.exists() or not path.stat().st_size:  # empty: a power loss caught it before its sync
                 path.parent.mkdir(parents=True, exist_ok=True)
-                write_atomic(path, prompt)
-        for trace in result.traces:
-            self.files.traces.append(trace)
-        for record in result.predictions:
-            self.files.predictions.append(record)
+                write_atomic(path, prompt, sync=False)  # rebuilt from the config; the logs are what must last
+        self.files.traces.extend(result.traces)
+        self.files.predictions.extend(result.predictions)
+        self.files.failures.extend(result.failures)
         for failure in result.failures:
-            self.files.failures.append(failure)
             kind = failure.reason.split(":", 1)[0][:80]
             self.stats.failures_by_reason[kind] = self.stats.failures_by_reason.get(kind, 0) + 1
         self.stats.predicted += len(result.predictions)

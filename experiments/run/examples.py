@@ -28,13 +28,63 @@ def load_task_examples(task: TaskConfig, *, progress: bool = False, shards: Shar
     elif task.hf is not None:
         examples = load_hf(task.hf, name=task.hf_name, split=task.split, family=spec.family,
                            task=_task_name(spec, task))[: task.limit]
+    elif task.ruler is not None:
+        examples = _ruler_examples(spec, task)
     else:
         examples = _synthetic_examples(task)[: task.limit]
     if task.sweep is not None:
         examples = _sweep(spec, examples, task)
     if task.open_domain is not None:
         examples = _open_domain(spec, examples, task, progress, shards)
+    if task.chunks is not None:
+        examples = _chunked(examples, task)
     return examples
+
+
+def _ruler_examples(spec: TaskSpec, task: TaskConfig) -> list[Example]:
+    """RULER-style records generated from the config (``limit`` keeps the first N per length)."""
+    from experiments.data.catalog import catalog, local_file
+    from experiments.data.loaders import examples_from_records
+    from experiments.protocols.ruler import generate, token_counter
+
+    src = task.ruler
+    assert src is not None  # guaranteed by TaskConfig validation
+    if spec.family != "ruler":
+        raise UserError(f"task {task.key!r}: `ruler:` generates RULER-style tasks, not {spec.family} ({task.name})")
+    qa: list[Example] = []
+    if src.qa_source is not None:
+        qa_file = str(local_file(src.qa_source)) if src.qa_source in catalog() else src.qa_source
+        qa = load_examples(qa_file)
+    essay = _read_text(src.essay) if src.essay is not None else None
+    n = min(src.n, task.limit) if task.limit else src.n
+    records = generate(spec.name.removeprefix("ruler_"), src.lengths, n, count=token_counter(src.tokenizer),
+                       seed=src.seed, haystack=src.haystack, essay_text=essay, qa_examples=qa)
+    return examples_from_records(records, "ruler", spec.name, f"generated:{task.key}")
+
+
+def _read_text(path: str) -> str:
+    try:
+        return open(path, encoding="utf-8").read()
+    except (OSError, UnicodeDecodeError) as err:
+        raise UserError(f"cannot read the haystack text {path}: {err}") from None
+
+
+def _chunked(examples: list[Example], task: TaskConfig) -> list[Example]:
+    """Each example with its context cut into untitled passages (ids ``{example id}#c{i}``); the context stays."""
+    from dataclasses import replace
+
+    from indexes.chunking import make_chunker
+    from indexes.types import Passage
+
+    chunks = task.chunks
+    assert chunks is not None
+    chunker = make_chunker(chunks.chunker.spec, chunks.size)
+    out = []
+    for ex in examples:
+        pieces = chunker.split(ex.context, doc_id=ex.id)
+        passages = tuple(Passage(text=c.text.strip(), doc_id=f"{ex.id}#c{i}") for i, c in enumerate(pieces) if c.text.strip())
+        out.append(replace(ex, passages=passages, meta={**ex.meta, "n_chunks": len(passages)}))
+    return out
 
 
 def _task_name(spec: TaskSpec, task: TaskConfig) -> str | None:

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from core.errors import UnknownComponentError
-from experiments.run.config import ComponentConfig, RunConfig
+from experiments.run.config import ComponentConfig, ConfigError, RunConfig
 
 
 def expand_component(spec: ComponentConfig, literal: tuple[str, ...] = ()) -> list[ComponentConfig]:
@@ -27,6 +27,9 @@ def expand_component(spec: ComponentConfig, literal: tuple[str, ...] = ()) -> li
     """
     zipped = spec.zip
     free = [k for k, v in spec.params.items() if isinstance(v, list) and k not in zipped and k not in literal]
+    empty = [k for k in (*free, *zipped) if not spec.params[k]]
+    if empty:  # an axis without values would leave the grid without points, and the run without predictions
+        raise ConfigError(f"{spec.name}: params.{empty[0]} is an empty list; a grid axis needs at least one value")
     fixed = {k: v for k, v in spec.params.items() if k not in free and k not in zipped}
     zip_rows = list(zip(*(spec.params[k] for k in zipped))) if zipped else [()]
     out = []

@@ -18,7 +18,8 @@ OpenAI-compatible endpoint or fleet) and its prompts from
   value ``fluency * correctness / 3``; a summary gets key-point recall (the
   judge first lists the key points of the reference, then counts those the
   summary states) and precision (sentences of the summary the reference
-  supports), value their F1.
+  supports), value their F1; a task naming HELMET's rubric (``judge:``) gets
+  HELMET's three verdicts instead (``experiments.scoring.helmet``).
 
 Verdicts are parsed strictly: an output without exactly one verdict, or
 whose JSON lacks a field or holds a value out of range, is a failed
@@ -111,8 +112,8 @@ def parse_keypoints(text: str) -> list[str]:
     return points
 
 
-def _parse_precision(text: str) -> dict[str, int]:
-    p = parse_scores(text, {"precision": (0, None), "sentence_count": (1, None)})
+def _parse_precision(text: str, allow_empty: bool = False) -> dict[str, int]:
+    p = parse_scores(text, {"precision": (0, None), "sentence_count": (0 if allow_empty else 1, None)})
     if p["precision"] > p["sentence_count"]:
         raise Unparseable(f"precision {p['precision']} exceeds sentence_count {p['sentence_count']}")
     return p
@@ -249,11 +250,35 @@ class Judge:
         return out  # type: ignore[return-value]
 
 
-def _is_summary(spec_name: str) -> bool:
+    def score_helmet(self, records: Sequence[Prediction]) -> list[Judged]:
+        """HELMET ``scripts/eval_gpt4_summ.py``: fluency, recall of the record's key points, precision against its
+        expert summary, combined by ``experiments.scoring.helmet.rubric_score``."""
+        from experiments.scoring.helmet import keypoints, rubric_prompts, rubric_score
+
+        asks = [(None, text) for rec in records for text in rubric_prompts(
+            prompt, get_task(rec.spec_name).judge or "", rec.prediction, rec.meta, rec.answers)]
+        answers, out = self.ask(asks), []
+        for i, rec in enumerate(records):
+            n = len(keypoints(rec.meta))
+            try:  # recall above the number of key points is refused (HELMET would score a recall above 1)
+                f = self.parse(answers[3 * i], lambda t: parse_scores(t, {"fluency": (0, 1)}))
+                r = self.parse(answers[3 * i + 1], lambda t: parse_scores(t, {"recall": (0, n)}))
+                p = self.parse(answers[3 * i + 2], lambda t: _parse_precision(t, allow_empty=True))
+            except Unparseable as err:
+                out.append(Judged(rec, reason=str(err)))
+                continue
+            parts = rubric_score(f["fluency"], r["recall"], n, p["precision"], p["sentence_count"])
+            out.append(Judged(rec, parts["f1"], {**parts, "keypoints": n}))
+        return out
+
+
+def _kind(spec_name: str) -> str:
+    """How the score protocol judges a task: ``helmet`` (its rubric), ``summary`` or ``qa``."""
     try:
-        return "summar" in get_task(spec_name).category
+        spec = get_task(spec_name)
     except (UnknownComponentError, UserError):
-        return False
+        return "qa"
+    return "helmet" if spec.judge else "summary" if "summar" in spec.category else "qa"
 
 
 def _opponents(predictions: Sequence[Prediction], against: str) -> Callable[[Prediction], str | None]:
@@ -317,9 +342,10 @@ def judge_run(run_dir: str | Path, judge: Any, *, protocol: str = "pairwise", ag
                     if protocol == "pairwise":
                         results = j.pairwise(batch, single_order=single_order)  # type: ignore[arg-type]
                     else:
-                        summaries = [rec for rec, _ in batch if _is_summary(rec.spec_name)]
-                        results = j.score_summaries(summaries) + j.score_qa(
-                            [rec for rec, _ in batch if not _is_summary(rec.spec_name)])
+                        kinds = [_kind(rec.spec_name) for rec, _ in batch]
+                        pick = lambda k: [rec for (rec, _), kind in zip(batch, kinds) if kind == k]  # noqa: E731
+                        results = j.score_helmet(pick("helmet")) + j.score_summaries(pick("summary")) + \
+                            j.score_qa(pick("qa"))
                     for res in results:
                         rec = res.record
                         log.append(Judgement(task=rec.task, id=rec.id, config_hash=rec.config_hash,

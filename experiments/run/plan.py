@@ -55,6 +55,8 @@ def check_key_files(sections: Any, run_dir: Path) -> None:
         node = stack.pop()
         if isinstance(node, dict):
             path = node.get("api_key_file")
+            if isinstance(path, str) and "\x00" in path:
+                raise UserError(f"api_key_file {path!r} holds a NUL character, which no file name can")
             if isinstance(path, (str, Path)) and Path(path).expanduser().resolve().is_relative_to(inside):
                 raise UserError(f"api_key_file {path} lies inside the run directory {run_dir}; keep keys outside "
                                 "the folders a run writes (they get shared), or use api_key_env")

@@ -27,7 +27,7 @@ from experiments.run.config import RunConfig, TaskConfig
 from experiments.run.examples import load_task_examples, task_spec
 from experiments.run.grid import GridPoint, canonical_json, expand_grid
 from experiments.scoring.registry import score_item
-from experiments.tasks.prompts import PromptOptions, build_request
+from experiments.tasks.prompts import PromptOptions, build_followup_request, build_request
 from experiments.tasks.specs import TaskSpec
 from indexes.text import has_answer
 from readers.base import Generation, GenerationRequest, Reader
@@ -156,18 +156,36 @@ class Worker:
                 generations = reader.generate([request for _, _, request, _ in staged])
             if len(generations) != len(staged):
                 raise RuntimeError(f"reader {reader!r} returned {len(generations)} generations for {len(staged)} requests")
-            for (ex, compressed, request, compress_s), gen in zip(staged, generations):
+            generations, firsts = self._followups(reader, spec, staged, generations, result)
+            for (ex, compressed, request, compress_s), gen, first in zip(staged, generations, firsts):
                 result.retries += gen.retries
                 if not gen.ok:
                     result.failures.append(keyed.failure(ex, "generate", gen.error or "unknown error", gen.retries))
                     continue
-                self._record(result, keyed, spec, ex, compressor, compressed, request, compress_s, gen)
+                self._record(result, keyed, spec, ex, compressor, compressed, request, compress_s, gen, first)
         result.cache_hits = reader.hits - hits1
         result.model_calls = reader.misses - misses1
         return result
 
+    @staticmethod
+    def _followups(reader: CachedReader, spec: TaskSpec, staged: list, generations: list[Generation],
+                   result: UnitResult) -> tuple[list[Generation], list[Generation | None]]:
+        """Two-step tasks (LongBench v2's CoT): each answered first request gets its second request, whose answer
+        is the prediction; the first generation comes back beside it (its text goes to the trace)."""
+        follow = [build_followup_request(spec, gen.text, ex) if gen.ok else None
+                  for (ex, *_), gen in zip(staged, generations)]
+        asked = [r for r in follow if r is not None]
+        if not asked:
+            return generations, [None] * len(generations)
+        for r in asked:
+            result.prompts[prompt_hash(r.prompt)] = r.prompt
+        answers = iter(reader.generate(asked))
+        seconds = [next(answers) if r is not None else g for r, g in zip(follow, generations)]
+        return seconds, [g if r is not None else None for r, g in zip(follow, generations)]
+
     def _record(self, result: UnitResult, keyed: "_KeyFields", spec: TaskSpec, ex: Example, compressor: Compressor,
-                compressed: CompressedContext, request: GenerationRequest, compress_s: float, gen: Generation) -> None:
+                compressed: CompressedContext, request: GenerationRequest, compress_s: float, gen: Generation,
+                first: Generation | None = None) -> None:
         phash = prompt_hash(request.prompt)
         if self.config.save_prompts:
             result.prompts[phash] = request.prompt if request.system is None else f"[system]\n{request.system}\n[user]\n{request.prompt}"
@@ -201,8 +219,9 @@ class Worker:
             source=ex.source,
             score_parts=dict(scored.parts),
         ))
+        trace = compressed.trace if first is None else {**compressed.trace, "first_answer": first.text}
         result.traces.append(Trace(**keyed.fields(ex), compressor_identity=compressor.identity,
-                                   kept_chunks=list(compressed.kept_chunks), trace=compressed.trace))
+                                   kept_chunks=list(compressed.kept_chunks), trace=trace))
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from core.registry import Registry
 
 LONGBENCH_E_BUCKETS = ("0-4k", "4-8k", "8k+")
 PartsFn = Callable[[str, str], Mapping[str, float]]
+ItemFn = Callable[[str, Sequence[str]], float]
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,9 @@ class Metric:
     ``parts``: named sub-scores per pair (each maxed over answers separately,
     as L-Eval does); ``aggregate_parts``: the dataset score in [0, 1] from the
     mean of each part.  Without them a dataset score is the mean item score.
+    ``item``: where a reference scores an item on all its answers at once
+    (RULER's share of the answers found), ``item(prediction, answers)``
+    replaces the max over answers.
     """
 
     name: str
@@ -37,6 +41,7 @@ class Metric:
     parts: PartsFn | None = None
     aggregate_parts: Callable[[Mapping[str, float]], float] | None = None
     doc: str = field(default="", compare=False)
+    item: ItemFn | None = None
 
     def __call__(self, prediction: str, ground_truth: str, *, all_classes: Sequence[str] = ()) -> float:
         return self.score(prediction, ground_truth, all_classes=all_classes)
@@ -46,11 +51,12 @@ METRICS: Registry[Metric] = Registry("metrics", Metric)
 
 
 def metric(name: str, *, reference: str, parts: PartsFn | None = None,
-           aggregate_parts: Callable[[Mapping[str, float]], float] | None = None) -> Callable[[Callable[..., float]], Metric]:
+           aggregate_parts: Callable[[Mapping[str, float]], float] | None = None,
+           item: ItemFn | None = None) -> Callable[[Callable[..., float]], Metric]:
     """Register a scoring function as the metric ``name``; the decorated name becomes the ``Metric``."""
 
     def wrap(fn: Callable[..., float]) -> Metric:
-        made = Metric(name, fn, reference, parts, aggregate_parts, (fn.__doc__ or "").strip().split("\n")[0])
+        made = Metric(name, fn, reference, parts, aggregate_parts, (fn.__doc__ or "").strip().split("\n")[0], item)
         METRICS.add(name, made)
         return made
 
@@ -86,6 +92,8 @@ def score_item(prediction: str, answers: Sequence[str], *, metric: str, all_clas
     if first_line_only:
         prediction = first_line(prediction)
     classes = tuple(all_classes or ())
+    if fn.item is not None:
+        return ItemScore(fn.item(prediction, tuple(answers)))
     best = 0.0
     for answer in answers:
         best = max(best, fn(prediction, answer, all_classes=classes))

@@ -77,6 +77,11 @@ def build_prompt(spec: TaskSpec, context: CompressedContext | str, example: Exam
     ``query_aware`` changes nothing there).  Lost in the Middle tasks render
     the kept passages as documents / JSON pairs in the paper's prompt files.
     """
+    from experiments.tasks.formats import family_prompt
+
+    newer = family_prompt(spec, context, example)
+    if newer is not None:
+        return newer
     query = example.query
     if spec.family == "litm_qa":
         return _litm_qa(spec, context, query, options.query_aware)
@@ -99,3 +104,15 @@ def build_request(spec: TaskSpec, context: CompressedContext | str, example: Exa
         chat=spec.chat,
         system=spec.system,
     )
+
+
+def build_followup_request(spec: TaskSpec, first_answer: str, example: Example) -> GenerationRequest | None:
+    """The second request of a two-step task (LongBench v2's CoT: the answer prompt with the reasoning in it),
+    or None for a one-step task."""
+    if "followup" not in spec.variants:
+        return None
+    from experiments.tasks.formats import followup_prompt
+
+    return GenerationRequest(prompt=followup_prompt(spec, first_answer, example),
+                             max_new_tokens=spec.followup_max_new_tokens or spec.max_new_tokens, chat=spec.chat,
+                             system=spec.system)

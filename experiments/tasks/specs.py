@@ -12,7 +12,11 @@ or strings, kept as data so parity tests compare files:
 - ``leval/tasks.yaml``: L-Eval's system prompts and user templates
   (``Baselines/LEval_config.py``, ``Baselines/turbo16k-test.py``);
 - ``litm/*.prompt``: Lost in the Middle's prompt files;
-- ``m4le/tasks.yaml``: ours (M4LE released no generic template).
+- ``m4le/tasks.yaml``: ours (M4LE released no generic template);
+- ``longbench_v2/*.txt``: LongBench v2's ``prompts/`` byte for byte (THUDM/LongBench);
+- ``infinitebench/tasks.yaml``: ∞Bench's ``src/prompt.py`` chat templates (OpenBMB/InfiniteBench);
+- ``helmet/tasks.yaml``: HELMET's ``data.py`` RAG and summarization prompts (princeton-nlp/HELMET);
+- ``ruler/tasks.yaml``: RULER's ``scripts/data/synthetic/constants.py`` templates (NVIDIA/RULER).
 
 A new task is one YAML file: name it in a config by path (``tasks: [{name:
 ./mytask.yaml, path: ...}]``) or register it under the entry-point group
@@ -61,6 +65,11 @@ class TaskSpec:
     length_sentence: str = ""
     fixes: tuple[tuple[str, str], ...] = ()  # opt-in (old, new) corrections of the released prompt
     source: str = ""
+    # a second request that sees the first answer (LongBench v2's CoT: variant "followup", $COT$), its tokens
+    followup_max_new_tokens: int = 0
+    # kept chunks of a compressor are shown as LongBench v2's "Retrieved chunk i: ..." (variant "rag" if any)
+    retrieved_chunks: bool = False
+    judge: str | None = None  # the rubric `ctxcomp judge --protocol score` applies (HELMET's, by domain)
 
     def template(self, variant: str = "default") -> str:
         if variant == "default":
@@ -86,7 +95,7 @@ class TaskSpec:
             raise UserError(f"cannot read task file {path}: {err}") from None
         if not isinstance(data, dict):
             raise UserError(f"task file {path} must hold a mapping")
-        allowed = set(cls.__dataclass_fields__) - {"source", "fixes"}
+        allowed = set(cls.__dataclass_fields__) - {"source", "fixes", "followup_max_new_tokens", "retrieved_chunks", "judge"}
         unknown = sorted(set(data) - allowed)
         if unknown:
             raise UserError(f"task file {path}: unknown key {', '.join(unknown)}; accepted: {', '.join(sorted(allowed))}")
@@ -145,7 +154,52 @@ def _load_m4le() -> None:
         TASKS.add(name, TaskSpec(name=name, family="m4le", lang="en", source="experiments/tasks/m4le", **info))
 
 
-for _load in (_load_longbench, _load_leval, _load_litm, _load_m4le):
+def _load_longbench_v2() -> None:
+    for name, info in yaml.safe_load(_data("longbench_v2", "tasks.yaml"))["tasks"].items():
+        prompts = {variant: _data("longbench_v2", file) for variant, file in info["prompts"].items()}
+        TASKS.add(name, TaskSpec(
+            name=name, family="longbench_v2", category=info["category"], lang="en", metric=info["metric"],
+            max_new_tokens=info["max_new_tokens"], prompt=prompts.pop("default"), variants=prompts,
+            followup_max_new_tokens=info.get("followup_max_new_tokens", 0), retrieved_chunks=True,
+            source="experiments/tasks/longbench_v2",
+        ))
+
+
+def _load_infinitebench() -> None:
+    data = yaml.safe_load(_data("infinitebench", "tasks.yaml"))
+    for name, info in data["tasks"].items():
+        TASKS.add(name, TaskSpec(
+            name=name, family="infinitebench", category=info["category"], lang=info["lang"], metric=info["metric"],
+            max_new_tokens=info["max_new_tokens"], prompt=info["prompt"], system=data["system"],
+            retrieved_chunks=True, source=f"experiments/tasks/infinitebench ({info['source_task']})",
+        ))
+
+
+def _load_helmet() -> None:
+    data = yaml.safe_load(_data("helmet", "tasks.yaml"))
+    for name, info in data["tasks"].items():
+        rag = info["kind"] == "rag"
+        TASKS.add(name, TaskSpec(
+            name=name, family="helmet_rag" if rag else "helmet_summ", category=info["category"], lang="en",
+            metric=info["metric"], max_new_tokens=info["max_new_tokens"],
+            prompt=data["rag_prompt"] if rag else info["prompt"], chat=False if rag else True,
+            judge=info.get("judge"), source="experiments/tasks/helmet",
+        ))
+
+
+def _load_ruler() -> None:
+    data = yaml.safe_load(_data("ruler", "tasks.yaml"))
+    for name, info in data["tasks"].items():
+        kind = info["kind"]
+        TASKS.add(name, TaskSpec(
+            name=name, family="ruler", category=info["category"], lang="en", metric=info["metric"],
+            max_new_tokens=data["tokens_to_generate"][kind],
+            prompt=data["templates"][kind] + data["answer_prefixes"][kind], source=f"experiments/tasks/ruler ({kind})",
+        ))
+
+
+for _load in (_load_longbench, _load_leval, _load_litm, _load_m4le, _load_longbench_v2, _load_infinitebench,
+              _load_helmet, _load_ruler):
     _load()
 
 

@@ -102,6 +102,17 @@ def assert_user_error(result: CliResult, *needles: str) -> str:
     return lines[0]
 
 
+def mount_tmpfs(mnt: Path, size: str = "2m") -> bool:
+    """A small tmpfs at ``mnt`` (a full disk in two megabytes); False where mounting is not allowed (not root)."""
+    mnt.mkdir(parents=True, exist_ok=True)
+    return subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mnt)],
+                          capture_output=True).returncode == 0
+
+
+def unmount(mnt: Path) -> None:
+    subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
 @pytest.fixture
 def fresh_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[str], Path]:
     """Point ``$CTXCOMP_CACHE_DIR`` at a new folder, so an in-process run cannot reuse earlier generations."""
@@ -137,4 +148,5 @@ def rel():
     from types import SimpleNamespace
 
     return SimpleNamespace(openai_reader=openai_reader, synthetic_config=synthetic_config, read_jsonl=read_jsonl,
-                           assert_user_error=assert_user_error, BAD_INPUTS=BAD_INPUTS, FAST_RETRY=FAST_RETRY)
+                           assert_user_error=assert_user_error, BAD_INPUTS=BAD_INPUTS, FAST_RETRY=FAST_RETRY,
+                           mount_tmpfs=mount_tmpfs, unmount=unmount)

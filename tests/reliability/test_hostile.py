@@ -35,16 +35,15 @@ def _keys(path: Path) -> list[tuple]:
 # -- 1. a full or read-only disk ------------------------------------------------------------------
 
 @pytest.fixture
-def small_disk(tmp_path):
+def small_disk(tmp_path, rel):
     """A 2 MB tmpfs (root only; skipped where mounting is not allowed)."""
     mnt = tmp_path / "disk"
-    mnt.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mnt)], capture_output=True).returncode:
+    if not rel.mount_tmpfs(mnt):
         pytest.skip("cannot mount a tmpfs here (needs root)")
     try:
         yield mnt
     finally:
-        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+        rel.unmount(mnt)
 
 
 @pytest.mark.slow
@@ -301,21 +300,57 @@ def test_exit_codes_every_example_failed_some_failed_and_strict(tmp_path, rel, c
 
 
 @pytest.mark.slow
+def test_exit_codes_of_a_judge_where_every_judgement_failed_and_strict(finished_run, tmp_path, rel, cli):
+    with FakeOpenAIServer(fault_rate=1.0, faults=("500",)) as broken:
+        judge = tmp_path / "broken-judge.yaml"
+        judge.write_text(yaml.safe_dump(rel.openai_reader(broken.base_url, max_retries=0)))
+        result = cli("judge", finished_run, "--judge", judge, "--protocol", "score")
+    assert result.returncode == 1, result.stderr
+    assert "every judgement failed" in result.stderr and "Traceback" not in result.stderr
+
+    rubric = lambda prompt, body: 'Fine. {"fluency": 1, "correctness": 3}'  # noqa: E731
+    with FakeOpenAIServer(responder=rubric, fault_rate=0.5, faults=("500",), seed=3) as flaky:
+        judge = tmp_path / "flaky-judge.yaml"
+        judge.write_text(yaml.safe_dump(rel.openai_reader(flaky.base_url, max_retries=0)))
+        lenient = cli("judge", finished_run, "--judge", judge, "--protocol", "score")
+        strict = cli("judge", finished_run, "--judge", judge, "--protocol", "score", "--strict")
+    assert lenient.returncode == 0 and " failed" in lenient.stderr, lenient.stderr
+    assert strict.returncode == 1 and "--strict" in strict.stderr, strict.stderr
+
+
+def _sigterm_when(proc: subprocess.Popen, ready) -> tuple[subprocess.Popen, str]:
+    """SIGTERM ``proc`` once ``ready()`` holds (within two minutes); its stderr."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not ready():
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    return proc, err
+
+
+@pytest.mark.slow
 def test_sigterm_stops_a_run_like_ctrl_c(tmp_path, rel, cli):
     with FakeOpenAIServer(service_time_s=0.3) as slow:
         config = _config(tmp_path, rel, n_qa=40, n_kv=0, batch_size=2, reader=rel.openai_reader(slow.base_url))
         run_dir = tmp_path / "run"
-        proc = cli.popen("run", config, "--out", run_dir)
         preds = run_dir / "predictions.jsonl"
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and not (preds.exists() and preds.stat().st_size):
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=60)
+        proc, err = _sigterm_when(cli.popen("run", config, "--out", run_dir),
+                                  lambda: preds.exists() and preds.stat().st_size > 0)
     assert proc.returncode == 130, err
     assert "ctxcomp run --resume" in err and "Traceback" not in err
     assert not (run_dir / ".lock").exists()
     assert 0 < len(_keys(preds)) < 40
+
+
+@pytest.mark.slow
+def test_sigterm_stops_a_judge_like_ctrl_c(finished_run, tmp_path, rel, cli):
+    with FakeOpenAIServer(service_time_s=0.3, responder=lambda prompt, body: "[[A]]") as slow:
+        judge = tmp_path / "judge.yaml"
+        judge.write_text(yaml.safe_dump(rel.openai_reader(slow.base_url, concurrency=1)))
+        proc, err = _sigterm_when(cli.popen("judge", finished_run, "--judge", judge), lambda: slow.stats["requests"] >= 2)
+    assert proc.returncode == 130, err
+    assert "run the same command again" in err and "Traceback" not in err
+    assert not (finished_run / ".lock").exists()
 
 
 # -- 9. the small ones ----------------------------------------------------------------------------

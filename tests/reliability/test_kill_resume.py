@@ -186,3 +186,45 @@ def test_sigkill_at_random_points_then_resume_loses_and_repeats_nothing(tmp_path
         "predictions_lost": TOTAL - len(set(keys)),
         "predictions_duplicated": len(keys) - len(set(keys)),
     }
+
+
+@pytest.mark.slow
+def test_a_killed_judge_asks_again_only_what_was_in_flight(tmp_path, rel, cli, figures):
+    """The judge follows the run's rule: each verdict reaches the generation cache as it returns, so a SIGKILL in
+    the middle of a batch (16 predictions, 32 prompts) costs at most ``concurrency`` repeated calls."""
+    from experiments.run.api import evaluate
+
+    n = 24
+    config = rel.synthetic_config({"name": "extractive"}, n_qa=n)
+    run_dir = tmp_path / "run"
+    evaluate(config, run_dir, report=False, progress=False)
+    asked: list[str] = []
+    lock = threading.Lock()
+
+    def verdict(prompt: str, body: dict) -> str:
+        with lock:
+            asked.append(prompt_hash(prompt))
+        return "Both are fine, A a little more. [[A]]"
+
+    server = FakeOpenAIServer(responder=verdict, service_time_s=0.05, max_concurrency=2).start()
+    try:
+        judge = tmp_path / "judge.yaml"
+        judge.write_text(yaml.safe_dump(rel.openai_reader(server.base_url, concurrency=2)), encoding="utf-8")
+        proc = cli.popen("judge", run_dir, "--judge", judge)
+        assert _wait_for(proc, lambda: len(asked) >= 10), "the judge finished before the kill point"
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=60)
+        assert not (run_dir / "judgements.jsonl").exists() or not _complete_lines(run_dir / "judgements.jsonl"), \
+            "the kill was meant to land inside the first batch"
+        before_kill = len(asked)
+        again = cli("judge", run_dir, "--judge", judge)
+        assert again.returncode == 0, again.stderr
+    finally:
+        server.stop()
+    judged = _complete_lines(run_dir / "judgements.jsonl")
+    assert len(judged) == n and all(j["status"] == "ok" for j in judged)
+    repeated = len(asked) - len(set(asked))
+    assert len(set(asked)) == 2 * n  # both orders of every prediction
+    assert repeated <= 2, f"{repeated} verdicts were asked again after one kill (concurrency 2)"
+    figures["judge_kill"] = {"predictions": n, "judge_calls_before_kill": before_kill, "judge_calls_total": len(asked),
+                             "judge_calls_repeated": repeated}

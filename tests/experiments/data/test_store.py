@@ -63,7 +63,7 @@ def test_a_bad_line_in_the_middle_names_file_line_and_field_and_nothing_is_rewri
     line = json.dumps(pred(0).as_dict()).encode()
     path.write_bytes(line + b"\n" + middle + b"\n" + line + b"\n")
     before = path.read_bytes()
-    for call in (RunLog(path, Prediction).read, RunLog(path, Prediction).repair):
+    for call in (RunLog(path, Prediction).read, RunLog(path, Prediction).repair, RunLog(path, Prediction).repair_keys):
         with pytest.raises(RunFileError, match=said):
             call()
     assert path.read_bytes() == before
@@ -90,3 +90,128 @@ def test_write_atomic_replaces_whole_file(tmp_path):
     write_atomic(path, json.dumps({"a": 2}))
     assert json.loads(path.read_text()) == {"a": 2}
     assert [p.name for p in tmp_path.iterdir()] == ["scores.json"]
+
+
+def test_repair_by_keys_leaves_the_file_repair_by_records_leaves(tmp_path):
+    """A run continuing a large directory parses keys only; the file it leaves is the one whole records leave."""
+    lines = [json.dumps(pred(i % 4).as_dict()).encode() + b"\n" for i in range(7)]  # keys 0-3, three written twice
+    torn = b"".join(lines) + b'{"task": "t", "id": "9", "pre'
+    for repair, as_key in ((lambda log: log.repair(keep=lambda r: r.id != "2"), lambda r: r.key),
+                           (lambda log: log.repair_keys(keep=lambda k: k[1] != "2"), lambda k: k)):
+        path = tmp_path / "p.jsonl"
+        path.write_bytes(torn)
+        kept = [as_key(x) for x in repair(RunLog(path, Prediction))]
+        assert kept == [("t", "3", "h"), ("t", "0", "h"), ("t", "1", "h")]  # the last line of each kept key
+        assert path.read_bytes() == lines[3] + lines[4] + lines[5]
+    path.write_bytes(torn)
+    assert RunLog(path, Prediction).repair_keys() == [("t", str(i % 4), "h") for i in range(7)]
+    assert path.read_bytes() == b"".join(lines)
+
+
+def test_lines_the_standard_library_writes_and_orjson_refuses_still_read(tmp_path):
+    path = tmp_path / "p.jsonl"
+    record = {**pred(0).as_dict(), "meta": {"x": float("nan"), "big": 2 ** 70}}
+    path.write_text(json.dumps(record) + "\n")  # NaN and a 71-bit integer: valid for json, not for orjson
+    (back,) = RunLog(path, Prediction).read()
+    assert back.meta["big"] == 2 ** 70 and back.meta["x"] != back.meta["x"]
+
+
+def test_the_tail_repair_cuts_only_the_uncommitted_last_lines_reading_from_the_end(tmp_path, monkeypatch):
+    """Traces are written a unit ahead of their predictions: after a kill the uncommitted ones are the last lines."""
+    from experiments.data.records import Trace
+
+    def trace(i):
+        return Trace(task="t", id=str(i), config_hash="h", compressor="c", reader="r", trace={"ranking": [[f"c{i}", 1.0]]})
+
+    path = tmp_path / "traces.jsonl"
+    log = RunLog(path, Trace)
+    log.extend([trace(i) for i in range(5000)])  # larger than the first span read from the end
+    committed = path.read_bytes()
+    log.extend([trace(i) for i in range(5000, 9000)])  # a unit whose predictions a kill stopped
+    with open(path, "ab") as fh:
+        fh.write(b'{"task": "t", "id": "90')  # and a torn line after it
+    done = {("t", str(i), "h") for i in range(5000)}
+    assert log.repair_tail(keep=lambda k: k in done) == 4000 and path.read_bytes() == committed
+    assert log.repair_tail(keep=lambda k: k in done) == 0 and path.read_bytes() == committed  # nothing more to cut
+    assert RunLog(path, Trace).repair_tail(keep=lambda k: False) == 5000 and path.read_bytes() == b""
+
+
+def test_the_tail_repair_names_a_corrupt_line_by_its_number(tmp_path):
+    from experiments.data.records import Trace
+
+    path = tmp_path / "traces.jsonl"
+    good = json.dumps(Trace(task="t", id="1", config_hash="h", compressor="c", reader="r").as_dict()).encode()
+    path.write_bytes(good + b"\n" + b'{"task": "t"}\n' + good + b"\n")
+    with pytest.raises(RunFileError, match=r"traces\.jsonl:2: missing field 'id'"):
+        RunLog(path, Trace).repair_tail(keep=lambda k: False)
+    path.write_bytes(good + b"\n" + b"garbage\n" + good.replace(b'"1"', b'"2"') + b"\n")
+    with pytest.raises(RunFileError, match=r"traces\.jsonl:2: not a JSON record"):
+        RunLog(path, Trace).repair_tail(keep=lambda k: k[1] == "1")
+    path.write_bytes(good + b"\n" + b'{"task": "t", "id": "2", "conf\n')  # torn, though its newline reached the disk
+    assert RunLog(path, Trace).repair_tail(keep=lambda k: True) == 1 and path.read_bytes() == good + b"\n"
+
+
+@pytest.mark.parametrize("read_size, block", [(1 << 24, 4096), (700, 3), (97, 1)])
+def test_reading_in_chunks_and_blocks_gives_what_reading_line_by_line_gives(tmp_path, monkeypatch, read_size, block):
+    """The reader parses many lines per call and a large file a chunk at a time; whatever the chunk and block
+    sizes, it returns the records, the torn tail and the error a plain line-by-line reading would."""
+    from experiments.data import store
+
+    monkeypatch.setattr(store, "READ_SIZE", read_size)
+    monkeypatch.setattr(store, "BLOCK", block)
+    lines = [json.dumps(pred(i, text=f"answer {i} \u00e9\u4e2d\n").as_dict(), ensure_ascii=False).encode() + b"\n"
+             for i in range(40)]
+    path = tmp_path / "p.jsonl"
+    path.write_bytes(b"".join(lines) + b'{"task": "t", "id": "torn", "pr')
+    log = RunLog(path, Prediction)
+    assert [r.id for r in log.read()] == [str(i) for i in range(40)]
+    assert log.repair_keys() == [("t", str(i), "h") for i in range(40)] and path.read_bytes() == b"".join(lines)
+    path.write_bytes(b"".join(lines[:25]) + b"{oops\n" + b"".join(lines[25:]))
+    with pytest.raises(RunFileError, match=r"p\.jsonl:26: not a JSON record"):
+        log.read()
+    path.write_bytes(b"".join(lines) + b'{"task": "t", "id": "x"}\n')  # whole JSON, not a record: not torn
+    with pytest.raises(RunFileError, match=r"p\.jsonl:41: missing field"):
+        log.repair_keys()
+
+@pytest.mark.parametrize("name", ["built.jsonl", "built.jsonl.gz"])
+def test_a_data_file_is_written_whole_or_not_at_all(tmp_path, name):
+    """``ctxcomp build`` outputs: a failure halfway (a full disk, a bad record) leaves the old file, or none, never
+    a truncated one that a later run would read as a complete data set."""
+    import gzip
+
+    from experiments.data.loaders import iter_records
+    from experiments.data.store import write_jsonl
+
+    def records(n, fail_at=None):
+        for i in range(n):
+            if i == fail_at:
+                raise OSError(28, "No space left on device")
+            yield {"id": i, "text": "x" * 1000}
+
+    path = tmp_path / name
+    with pytest.raises(DiskError, match="disk is full"):
+        write_jsonl(records(500, fail_at=300), path)
+    assert list(tmp_path.iterdir()) == []
+    write_jsonl(records(5), path)
+    with pytest.raises(DiskError):
+        write_jsonl(records(500, fail_at=300), path)
+    assert [r["id"] for _, r in iter_records(path)] == list(range(5))
+    assert [p.name for p in tmp_path.iterdir()] == [name]
+    if name.endswith(".gz"):
+        with gzip.open(path, "rt") as fh:
+            assert len(fh.read().splitlines()) == 5
+
+
+@pytest.mark.parametrize("middle, said", [(b"garbage", "traces.jsonl:2: not a JSON record"),
+                                          (b"", "traces.jsonl:2: not a JSON record"),
+                                          (b'{"trace": {}}', "traces.jsonl:2: missing field 'task'")])
+def test_the_shape_check_finds_a_damaged_middle_line_without_parsing_the_others(tmp_path, middle, said):
+    from experiments.data.records import Trace
+
+    path = tmp_path / "traces.jsonl"
+    good = json.dumps(Trace(task="t", id="1", config_hash="h", compressor="c", reader="r").as_dict()).encode() + b"\n"
+    path.write_bytes(good + good + b'{"task": "t", "id": "2", "tr')  # a torn tail is the repair's, not an error
+    RunLog(path, Trace).check_shape()
+    path.write_bytes(good + middle + b"\n" + good)
+    with pytest.raises(RunFileError, match=said):
+        RunLog(path, Trace).check_shape()

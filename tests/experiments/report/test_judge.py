@@ -162,3 +162,41 @@ def test_judge_command_writes_the_report_columns(tmp_path):
     assert "## Judged evaluation" in (run / "report.md").read_text()
     cells = json.loads((run / "scores.json").read_text())["cells"]
     assert all(c["judged"] and c["judged"][0]["protocol"] == "pairwise" for c in cells)
+
+
+def one_order_unusable(prompt: str, body: dict) -> str:
+    """Order 1 (the prediction as A) always gets a verdict; order 2 (the reference as A) gets none when the
+    reference has an even number of characters."""
+    ans = _answers(prompt)
+    if ans["a"] == ans["reference"]:
+        return "I cannot decide." if len(ans["reference"]) % 2 == 0 else "[[A]]"
+    return "[[B]]"
+
+
+def test_a_pairwise_judgement_with_one_order_fails_unless_single_order_is_asked_and_the_report_counts_it(
+        tmp_path, monkeypatch):
+    from experiments.cli.app import app
+
+    monkeypatch.setenv("CTXCOMP_CACHE_DIR", str(tmp_path / "cache"))  # no verdicts cached by the tests above
+
+    run = _run(tmp_path)
+    preds = [json.loads(line) for line in (run / "predictions.jsonl").read_text().splitlines()]
+    one_order = sum(len(p["answers"][0]) % 2 == 0 for p in preds)
+    assert 0 < one_order < len(preds)
+    with FakeOpenAIServer(responder=one_order_unusable, models=("judge-model",)) as server:
+        strict = judge_run(run, _judge(server), protocol="pairwise", progress=False)
+        assert (strict.judged, strict.failed) == (len(preds) - one_order, one_order)
+        assert all(c.n_one_order == 0 for c in judged_cells(run))
+        asked = server.stats["requests"]
+        spec = tmp_path / "judge.yaml"
+        spec.write_text(yaml.safe_dump(_judge(server)))
+        res = CliRunner().invoke(app, ["judge", str(run), "--judge", str(spec), "--single-order"])
+        assert res.exit_code == 0, res.output
+        # only the unusable orders are asked again; the usable ones come from the generation cache
+        assert server.stats["requests"] - asked == one_order
+    cells = judged_cells(run)
+    assert sum(c.n_one_order for c in cells) == one_order and sum(c.n_failed for c in cells) == 0
+    assert sum(c.n for c in cells) == len(preds)
+    assert "one order only" in (run / "report.md").read_text() and "one order only" in res.output
+    scores = json.loads((run / "scores.json").read_text())["cells"]
+    assert sum(j["n_one_order"] for c in scores for j in c["judged"]) == one_order

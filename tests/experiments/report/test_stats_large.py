@@ -1,0 +1,65 @@
+"""Large cells: resampling through the counts of distinct values gives the direct methods' answers, fast.
+
+The expected values come from the definitions, not from the code under test: a percentile bootstrap of a mean
+of n 0/1 values is the quantile of Binomial(n, p)/n (computed with scipy's binomial quantiles), and a sign-flip
+test of k differences of +1 and m of -1 (the rest 0) is a two-sided binomial test on k of k + m.
+"""
+import numpy as np
+import pytest
+from scipy import stats
+
+from experiments.report import stats as ours
+from experiments.report.stats import LARGE_N, mean_interval, paired_delta, sign_flip_p_value
+
+
+def test_below_large_n_nothing_changes_and_above_it_the_fast_path_is_taken(monkeypatch):
+    rng = np.random.default_rng(1)
+    small = rng.integers(0, 2, LARGE_N).astype(float)
+    assert ours._few_distinct(small) is None
+    assert ours._few_distinct(np.concatenate([small, [1.0]])) is not None
+    continuous = rng.random(5 * LARGE_N)  # every value distinct: the direct draws stay
+    assert ours._few_distinct(continuous) is None
+
+
+@pytest.mark.parametrize("n, p", [(5_000, 0.3), (200_000, 0.71)])
+def test_bootstrap_interval_of_a_large_0_1_sample_is_the_binomial_quantile(n, p):
+    x = np.zeros(n)
+    x[: int(n * p)] = 1.0
+    mi = mean_interval(x)
+    lo, hi = stats.binom.ppf([0.025, 0.975], n, x.mean()) / n
+    se = np.sqrt(p * (1 - p) / n)  # Monte Carlo error of a 2.5% quantile of 10,000 draws is a small share of this
+    assert mi.mean == pytest.approx(100 * x.mean(), abs=0.01)
+    assert abs(mi.lo / 100 - lo) < 0.1 * se + 1 / n and abs(mi.hi / 100 - hi) < 0.1 * se + 1 / n
+
+
+def test_sign_flip_p_value_of_large_samples_is_the_binomial_test():
+    d = np.zeros(20_000)
+    d[:560] = 1.0
+    d[560:1_060] = -1.0  # 560 positive, 500 negative, the rest ties
+    exact = stats.binomtest(560, 1_060, 0.5).pvalue
+    assert sign_flip_p_value(d) == pytest.approx(exact, abs=0.01)
+    assert sign_flip_p_value(np.concatenate([d, d])) < exact  # twice the evidence, same effect: smaller p
+
+
+def test_paired_delta_of_a_large_cell_matches_the_direct_bootstrap():
+    rng = np.random.default_rng(7)
+    a = (rng.random(8_000) < 0.6).astype(float)
+    b = np.where(rng.random(8_000) < 0.9, a, 1 - a)  # 10% of the pairs flip
+    pd = paired_delta(a, b)
+    d = b - a
+    direct = d[rng.integers(0, len(d), size=(2_000, len(d)))].mean(axis=1)  # the definition, with other draws
+    lo, hi = np.quantile(direct, [0.025, 0.975])
+    se = d.std() / np.sqrt(len(d))
+    assert pd.n == 8_000 and pd.delta == pytest.approx(100 * d.mean(), abs=0.01)
+    assert abs(pd.lo / 100 - lo) < 0.2 * se and abs(pd.hi / 100 - hi) < 0.2 * se
+
+
+def test_stratified_average_over_tasks_uses_the_same_draws_per_large_task():
+    rng = np.random.default_rng(3)
+    a = (rng.random(6_000) < 0.5).astype(float)
+    b = (rng.random(6_000) < 0.55).astype(float)
+    strata = ["t1"] * 3_000 + ["t2"] * 3_000
+    pd = paired_delta(a, b, strata=strata)
+    per_task = [(b[:3_000] - a[:3_000]).mean(), (b[3_000:] - a[3_000:]).mean()]
+    assert pd.delta == pytest.approx(100 * np.mean(per_task), abs=0.01)
+    assert pd.lo < pd.delta < pd.hi and pd.hi - pd.lo < 2 * 100 * 1.96 * np.sqrt(0.5 / 3_000)
