@@ -14,7 +14,7 @@ fi
 # wheel in seconds. A machine that cannot build it still runs the suite: those tests skip and say why.
 if ! .venv/bin/python -c "import llama_cpp, uvicorn, fastapi, sse_starlette, starlette_context, pydantic_settings" 2>/dev/null; then
     torch_before=$(.venv/bin/python -c "import torch; print(torch.__version__)")
-    nice -n 10 .venv/bin/python -m pip install --quiet "llama-cpp-python[server]==0.3.36" \
+    CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) nice -n 10 .venv/bin/python -m pip install --quiet "llama-cpp-python[server]==0.3.36" \
         || echo "note: llama-cpp-python could not be built; the llama.cpp tests will skip" >&2
     [ "$(.venv/bin/python -c "import torch; print(torch.__version__)")" = "$torch_before" ] \
         || { echo "error: installing llama-cpp-python changed torch" >&2; exit 1; }
