@@ -21,9 +21,10 @@ from typing import Any, Callable, Sequence
 from pydantic import PositiveInt
 
 from core.devices import resolve_device
-from readers.base import Generation, GenerationRequest, Reader, ReaderError, TruncationPolicy
+from readers.base import Generation, GenerationRequest, TruncationPolicy
+from readers.local import LocalReader
 from readers.tokenizers import HFTokenizer
-from readers.truncation import cut_at_stop, prompt_budget, truncate_ids, truncate_text
+from readers.truncation import cut_at_stop
 
 log = logging.getLogger(__name__)
 _CONTEXT_FIELDS = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length", "n_ctx")
@@ -38,7 +39,7 @@ def resolve_dtype(dtype: Any, device: str) -> Any:
     return getattr(torch, dtype) if isinstance(dtype, str) else dtype
 
 
-class HFReader(Reader):
+class HFReader(LocalReader):
     """A ``transformers`` model read from a hub id or a local folder (``gguf_file`` for a GGUF file in it)."""
 
     def __init__(
@@ -87,7 +88,6 @@ class HFReader(Reader):
         if eos is None:
             eos = hf_tok.eos_token_id
         self.eos_ids = set(eos if isinstance(eos, list) else [eos]) - {None}
-        self._overhead: dict[tuple[bool, str | None], int] = {}
 
     @staticmethod
     def _context_from(config: Any, tok: Any) -> int:
@@ -116,37 +116,14 @@ class HFReader(Reader):
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.model_name!r}, max_context={self.max_context}, device={self.device!r})"
 
-    # -- prompt preparation ----------------------------------------------
-    def _use_chat(self, req: GenerationRequest) -> bool:
-        wanted = req.chat if req.chat is not None else self.chat
-        if wanted is None:
-            return self.has_chat_template
-        if wanted and not self.has_chat_template:
-            raise ReaderError(f"chat=True but the tokenizer of {self.model_name} has no chat template")
-        return wanted
-
+    # -- prompt preparation (chat choice and truncation: readers.local) -------
     def _render(self, prompt: str, chat: bool, system: str | None = None) -> list[int]:
-        """Token ids the model sees: the chat template applied once (with a system message when the
-        request has one), or the raw prompt with special tokens (the system text glued in front)."""
         tok = self.hf_tokenizer
         if chat:
             messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
             text = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
             return list(tok(text, add_special_tokens=False)["input_ids"])
         return list(tok(f"{system or ''}{prompt}", add_special_tokens=True)["input_ids"])
-
-    def _prepare(self, req: GenerationRequest) -> tuple[list[int], bool]:
-        chat = self._use_chat(req)
-        key = (chat, req.system)
-        if key not in self._overhead:
-            self._overhead[key] = len(self._render("", chat, req.system))
-        budget = prompt_budget(self.max_context, req.max_new_tokens) - self._overhead[key]
-        prompt, truncated = truncate_text(req.prompt, self.tokenizer, max(budget, 1), self.truncation)
-        ids = self._render(prompt, chat, req.system)
-        if self.truncation != "none" and len(ids) + req.max_new_tokens > self.max_context:
-            # decode/encode round trips can merge tokens differently; cut the ids themselves as a last resort
-            ids, truncated = truncate_ids(ids, self.max_context - req.max_new_tokens, self.truncation), True
-        return ids, truncated
 
     # -- generation ------------------------------------------------------
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:

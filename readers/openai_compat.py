@@ -30,6 +30,7 @@ mode, so ``GenerationRequest.chat=False`` does not change it);
 """
 from __future__ import annotations
 
+import json
 import logging
 import os
 import random
@@ -63,7 +64,9 @@ class OpenAICompatReader(Reader):
     ``retry`` is a ``RetryPolicy`` or its settings (``{max_retries: 6, backoff_base_s: 0.5,
     backoff_max_s: 30, retry_after_max_s: 300}``).  ``base_url`` names one server, ``base_urls`` a fleet
     (not both); ``concurrency`` is per server.  ``eject_after`` consecutive health faults eject a fleet
-    server for ``cooldown_s`` seconds.
+    server for ``cooldown_s`` seconds.  ``extra_body``: fields added to every request body, for a server's own
+    decoding settings (llama.cpp's ``repeat_penalty``, vLLM's ``top_k``); they change outputs, so they are
+    part of ``identity``.
     """
 
     # For the run config (experiments/run/config.py): a parameter whose list value is one value, not a grid
@@ -92,8 +95,13 @@ class OpenAICompatReader(Reader):
         chat_overhead_tokens: NonNegativeInt = 8,
         eject_after: PositiveInt = 3,
         cooldown_s: NonNegativeFloat = 30.0,
+        extra_body: dict[str, Any] | None = None,
     ) -> None:
         self.model = model
+        self.extra_body = dict(extra_body or {})
+        clash = sorted(set(self.extra_body) & {"model", "messages", "prompt", "max_tokens", "temperature", "stop", "stream"})
+        if clash:
+            raise ParamError(f"openai: extra_body may not set {', '.join(clash)} (the reader sets them)")
         self.base_urls = self._check_urls(base_url, base_urls)
         self.base_url = self.base_urls[0]  # the first server (one-server readers have only this one)
         self.endpoint = endpoint
@@ -175,8 +183,9 @@ class OpenAICompatReader(Reader):
         spec = self._tokenizer_spec
         tok = spec if isinstance(spec, str) else type(spec).__name__ if spec is not None else (
             "tiktoken-auto" if self._official else "None")
+        extra = f":extra_body={json.dumps(self.extra_body, sort_keys=True)}" if self.extra_body else ""
         return (f"openai-compat:{self.endpoint}:{self.model}:max_context={self.max_context}"
-                f":truncation={self.truncation}:tokenizer={tok}:chat_overhead={self.chat_overhead_tokens}")
+                f":truncation={self.truncation}:tokenizer={tok}:chat_overhead={self.chat_overhead_tokens}{extra}")
 
     @property
     def label(self) -> str:
@@ -207,7 +216,8 @@ class OpenAICompatReader(Reader):
     # -- one request ------------------------------------------------------
 
     def _body(self, req: GenerationRequest, prompt: str) -> dict:
-        body: dict[str, Any] = {"model": self.model, "max_tokens": req.max_new_tokens, "temperature": req.temperature}
+        body: dict[str, Any] = {**self.extra_body, "model": self.model, "max_tokens": req.max_new_tokens,
+                                "temperature": req.temperature}
         if self.endpoint == "chat":
             system = [{"role": "system", "content": req.system}] if req.system else []
             body["messages"] = [*system, {"role": "user", "content": prompt}]

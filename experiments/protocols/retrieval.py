@@ -15,7 +15,7 @@ from typing import Any
 
 from core.errors import UserError
 from core.progress import progress_bar
-from experiments.data.loaders import iter_records
+from experiments.data.sources import iter_records
 from experiments.protocols.corpus import load_litm_corpus
 from indexes.chunking import passages_to_chunks
 from indexes.types import Chunk, whole_chunk

@@ -166,6 +166,7 @@ class Runner:
         self.stats = RunStats()
         done = set(self.files.predictions.repair_keys())
         self.files.traces.repair_tail(keep=lambda key: key in done)  # a kill between traces and predictions
+        self.files.traces.check_shape()  # no damaged line in the middle, at a fraction of parsing them
         self.files.failures.repair_keys()
         if self._continuing:
             self.notify(f"{self.run_dir} holds a run of this config; continuing it")

@@ -13,8 +13,8 @@ from typing import Any
 
 from compressors.registry import COMPRESSORS, INJECTED, uses_reader
 from core.errors import ExampleFailure, UserError
-from experiments.data.loaders import DataError
 from experiments.data.records import RecordKey
+from experiments.data.sources import DataError
 from experiments.run.config import RunConfig
 from experiments.run.examples import task_spec
 from experiments.run.grid import GridPoint

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.errors import UnknownComponentError
-from experiments.data.loaders import DataError, iter_records
+from experiments.data.sources import DataError, iter_records
 from experiments.scoring.registry import get_metric, score_by_length, score_predictions
 from experiments.tasks.specs import get_task
 

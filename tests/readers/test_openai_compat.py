@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+from core.errors import ParamError
 from core.openai_client import ServerRefused
 from core.retry import parse_retry_after
 from readers.base import GenerationRequest
@@ -178,3 +179,17 @@ def test_identity_names_what_changes_output():
     same = OpenAICompatReader("m1", base_url="http://127.0.0.1:1/v1", max_context=100, **fast())
     assert isinstance(a.identity, str) and a.identity == same.identity  # equal settings share cache entries
     assert KEY not in a.identity
+
+
+def test_extra_body_reaches_the_server_and_the_identity():
+    bodies = []
+    with FakeOpenAIServer(responder=lambda p, b: bodies.append(b) or "ok") as server:
+        reader = OpenAICompatReader("m1", base_url=server.base_url, extra_body={"repeat_penalty": 1.0, "top_k": 1},
+                                    **fast())
+        [gen] = reader.generate([GenerationRequest(prompt="hello", max_new_tokens=3, temperature=0.0)])
+    assert gen.ok and bodies[0]["repeat_penalty"] == 1.0 and bodies[0]["top_k"] == 1
+    assert bodies[0]["max_tokens"] == 3 and bodies[0]["model"] == "m1"
+    plain = OpenAICompatReader("m1", base_url=server.base_url, **fast())
+    assert plain.identity != reader.identity and '"repeat_penalty": 1.0' in reader.identity
+    with pytest.raises(ParamError, match="extra_body may not set max_tokens"):
+        OpenAICompatReader("m1", base_url=server.base_url, extra_body={"max_tokens": 5}, **fast())

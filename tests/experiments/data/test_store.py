@@ -6,8 +6,8 @@ import os
 import pytest
 
 from core.files import DiskError, append_line, write_atomic
+from experiments.data.logs import RunLog
 from experiments.data.records import Failure, Prediction, RunFileError
-from experiments.data.store import RunLog
 
 
 def pred(i, text="中文 ✓"):
@@ -155,7 +155,7 @@ def test_the_tail_repair_names_a_corrupt_line_by_its_number(tmp_path):
 def test_reading_in_chunks_and_blocks_gives_what_reading_line_by_line_gives(tmp_path, monkeypatch, read_size, block):
     """The reader parses many lines per call and a large file a chunk at a time; whatever the chunk and block
     sizes, it returns the records, the torn tail and the error a plain line-by-line reading would."""
-    from experiments.data import store
+    from experiments.data import logs as store
 
     monkeypatch.setattr(store, "READ_SIZE", read_size)
     monkeypatch.setattr(store, "BLOCK", block)
@@ -179,7 +179,7 @@ def test_a_data_file_is_written_whole_or_not_at_all(tmp_path, name):
     a truncated one that a later run would read as a complete data set."""
     import gzip
 
-    from experiments.data.loaders import iter_records
+    from experiments.data.sources import iter_records
     from experiments.data.store import write_jsonl
 
     def records(n, fail_at=None):
@@ -200,3 +200,18 @@ def test_a_data_file_is_written_whole_or_not_at_all(tmp_path, name):
     if name.endswith(".gz"):
         with gzip.open(path, "rt") as fh:
             assert len(fh.read().splitlines()) == 5
+
+
+@pytest.mark.parametrize("middle, said", [(b"garbage", "traces.jsonl:2: not a JSON record"),
+                                          (b"", "traces.jsonl:2: not a JSON record"),
+                                          (b'{"trace": {}}', "traces.jsonl:2: missing field 'task'")])
+def test_the_shape_check_finds_a_damaged_middle_line_without_parsing_the_others(tmp_path, middle, said):
+    from experiments.data.records import Trace
+
+    path = tmp_path / "traces.jsonl"
+    good = json.dumps(Trace(task="t", id="1", config_hash="h", compressor="c", reader="r").as_dict()).encode() + b"\n"
+    path.write_bytes(good + good + b'{"task": "t", "id": "2", "tr')  # a torn tail is the repair's, not an error
+    RunLog(path, Trace).check_shape()
+    path.write_bytes(good + middle + b"\n" + good)
+    with pytest.raises(RunFileError, match=said):
+        RunLog(path, Trace).check_shape()

@@ -8,8 +8,8 @@ from importlib.resources import files
 import pytest
 
 from compressors.base import CompressedContext
-from experiments.data.loaders import DataError, _Where
 from experiments.data.long_formats import longbench_v2
+from experiments.data.sources import DataError, Where
 from experiments.scoring.longbench_v2 import extract_answer, results_table
 from experiments.scoring.registry import score_item
 from experiments.tasks import build_followup_request, build_prompt, get_task
@@ -45,7 +45,7 @@ def test_prompt_files_are_the_released_ones_byte_for_byte(name):
 
 
 def _example():
-    return longbench_v2(RECORD, _Where("data.json", 1), "longbench_v2")[0]
+    return longbench_v2(RECORD, Where("data.json", 1), "longbench_v2")[0]
 
 
 def test_prompt_is_filled_as_pred_py_does():
@@ -118,6 +118,6 @@ def test_loader_fields_and_errors():
     ex = _example()
     assert (ex.id, ex.answers, ex.meta["difficulty"], ex.meta["length_bucket"]) == (RECORD["_id"], ("B",), "hard", "short")
     with pytest.raises(DataError, match=r"data.json:3: field 'answer'"):
-        longbench_v2({**RECORD, "answer": "E"}, _Where("data.json", 3), None)
+        longbench_v2({**RECORD, "answer": "E"}, Where("data.json", 3), None)
     with pytest.raises(DataError, match=r"data.json:4: field 'choice_C': missing"):
-        longbench_v2({k: v for k, v in RECORD.items() if k != "choice_C"}, _Where("data.json", 4), None)
+        longbench_v2({k: v for k, v in RECORD.items() if k != "choice_C"}, Where("data.json", 4), None)

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from experiments.data.loaders import DataError, _Where
 from experiments.data.long_formats import infinitebench
+from experiments.data.sources import DataError, Where
 from experiments.scoring.helmet import parse_output, rubric_score
 from experiments.scoring.registry import aggregate, score_item
 from experiments.scoring.ruler import postprocess_pred
@@ -41,7 +41,7 @@ def test_zh_qa_is_character_f1_after_normalisation():
 def test_en_mc_answer_extraction(prediction, expected):
     record = {"id": 3, "context": "A long book.", "input": "Where?", "answer": ["Paris"],
               "options": ["Rome", "Paris", "Oslo", "Bern"]}
-    ex = infinitebench(record, _Where("choice.jsonl", 1), "infinitebench_en_mc")[0]
+    ex = infinitebench(record, Where("choice.jsonl", 1), "infinitebench_en_mc")[0]
     assert ex.answers == ("Paris", "B")  # get_answer: [option text, letter]
     assert _score(prediction, ex.answers, "infinitebench_choice") == expected
 
@@ -49,13 +49,13 @@ def test_en_mc_answer_extraction(prediction, expected):
 def test_en_mc_prompt_and_loader_errors():
     record = {"id": 3, "context": "A long book.", "input": "Where?", "answer": ["Paris"],
               "options": ["Rome", "Paris", "Oslo", "Bern"]}
-    ex = infinitebench(record, _Where("choice.jsonl", 1), "infinitebench_en_mc")[0]
+    ex = infinitebench(record, Where("choice.jsonl", 1), "infinitebench_en_mc")[0]
     prompt = build_prompt(get_task("infinitebench_en_mc"), ex.context, ex)
     assert prompt == ("Read the book and answer the question.\n\nA long book.\n\nQuestion: Where?\n\nOnly one of the "
                       "following options is correct, tell me the answer using one single letter (A, B, C, or D). "
                       "Don't say anything else.\nA. Rome\nB. Paris\nC. Oslo\nD. Bern")
     with pytest.raises(DataError, match=r"choice.jsonl:7: field 'answer'"):
-        infinitebench({**record, "answer": ["Lima"]}, _Where("choice.jsonl", 7), None)
+        infinitebench({**record, "answer": ["Lima"]}, Where("choice.jsonl", 7), None)
 
 
 def test_en_sum_rouge_lsum_uses_lines_as_sentences():
