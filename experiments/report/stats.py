@@ -49,7 +49,7 @@ MIN_PAIRS = 5
 _CHUNK = 1_000
 # Above this many values a sample is resampled through its distinct values' counts (see the module docstring);
 # below it, as before, so the intervals of small runs never change.
-LARGE_N = 1_000
+LARGE_N = 500
 
 
 @dataclass(frozen=True)
