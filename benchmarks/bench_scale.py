@@ -70,7 +70,7 @@ def timed_run(config: dict, folder: Path, executor=None, warm: bool = False) -> 
 
 
 def bench_grid(n: int, workers: int, rounds: int) -> None:
-    from experiments.run.ray_executor import RayExecutor
+    from experiments.run.executors import RayExecutor
 
     t0 = time.perf_counter()
     pool = RayExecutor(workers=workers, progress=False)
@@ -132,7 +132,7 @@ def bench_fleet(service_time_s: float, cap: int, per_server_requests: int, reade
 
 
 def bench_startup(workers: int) -> None:
-    from experiments.run.ray_executor import RayExecutor
+    from experiments.run.executors import RayExecutor
 
     config = grid(10)
     config["compressors"] = ["full"]

@@ -1,6 +1,6 @@
 """Ray for ctxcomp: check an address, connect or start a local instance, kill actors, and one work queue.
 
-Shared by the grid executor (``ray_executor``) and the corpus encoder pool
+Shared by the grid executor (``executors.RayExecutor``) and the corpus encoder pool
 (``sharding``), and importing nothing of the run, so neither depends on the other.
 :class:`WorkQueue` hands items to a pool of actors, a few in flight per actor,
 and brings each result back to this process (the single writer) as it arrives.

@@ -22,7 +22,7 @@ from compressors.base import CompressedContext, Compressor
 from core.errors import ParamError
 from experiments.run.config import parse_config
 from experiments.run.driver import Runner
-from experiments.run.ray_executor import RayExecutor, RayExecutorError
+from experiments.run.executors import RayExecutor, RayExecutorError
 from testkit.fake_openai import FakeOpenAIServer
 
 REPO = Path(__file__).resolve().parents[3]
