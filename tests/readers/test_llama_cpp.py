@@ -71,4 +71,8 @@ def test_gemma3_base_model_continues_a_prompt():
     [gen] = reader.generate([GenerationRequest(prompt="The secret password is BANANA.\nQuestion: What is the secret "
                                                "password?\nAnswer:", max_new_tokens=8, stop=("\n",))])
     assert gen.ok and "BANANA" in gen.text.upper() and gen.tokens_in > 10
-    assert gemma3.gguf_path() == gemma3.gguf_path()  # assembled once, then found
+    path = gemma3.gguf_path()
+    made = path.stat().st_mtime_ns
+    assert path.is_file() and path.with_suffix(".sha256").read_text().strip() == importlib.import_module(
+        gemma3.PACKAGE).EXPECTED_SHA256
+    assert gemma3.gguf_path() == path and path.stat().st_mtime_ns == made  # assembled once, then found as it is
