@@ -33,7 +33,21 @@ from experiments.data.records import Prediction, budget_text
 from experiments.report.cells import RunData
 from experiments.report.stats import MIN_PAIRS, PairedDelta, format_delta, format_p, mean_interval, paired_delta
 from experiments.report.tables import Table, paired_over_tasks
-from experiments.report.tradeoff import Arm, Items, arms, full_arms, paired_arms
+from experiments.report.tradeoff import (
+    Arm,
+    Items,
+    arms,
+    break_even_table,
+    budget_table,
+    chunks_table,
+    cost_table,
+    full_arms,
+    noninferiority_rows,
+    noninferiority_table,
+    order_table,
+    paired_arms,
+    smallest_noninferior_table,
+)
 
 CSV_COLUMNS = ("task", "reader", "k", "recall", "recall_ci_lo", "recall_ci_hi", "accuracy", "ci_lo", "ci_hi", "n",
                "failed", "note")
@@ -274,6 +288,25 @@ def frontier_table(all_panels: Sequence[Panel]) -> Table:
             if p.get("frontier"):
                 body.append([panel.task, panel.reader, line, p.get("budget") or "—", f"{p['x']:.0f}", f"{p['y']:.2f}"])
     return header, body
+
+
+def tradeoff_tables(data: RunData) -> dict[str, Table]:
+    """The trade-off tables of report.md, by name (empty bodies are left out of the report); here beside the
+    frontier, which is read off the picture's panels."""
+    all_arms = arms(data)
+    items = data.items()
+    margin = float(data.manifest.get("margin", 5.0))
+    rows = noninferiority_rows(all_arms, items, margin)
+    return {
+        "budget": budget_table(all_arms),
+        "cost": cost_table(all_arms),
+        "break_even": break_even_table(all_arms),
+        "frontier": frontier_table(panels(all_arms, items)),
+        "noninferiority": noninferiority_table(rows, margin),
+        "smallest_noninferior": smallest_noninferior_table(rows),
+        "order": order_table(all_arms, items),
+        "chunks": chunks_table(all_arms, items),
+    }
 
 
 def write_tradeoff_plots(data: RunData, out_dir: Path) -> list[Path]:

@@ -331,23 +331,3 @@ def chunks_table(all_arms: Sequence[Arm], items: Items) -> Table:
                 row[6:] = [format_delta(ends[0]) or "", format_delta(ends[1]) or "", shape]
             body.append(row)
     return header, body
-
-
-def tradeoff_tables(data: RunData) -> dict[str, Table]:
-    """The trade-off tables of report.md, by name (empty bodies are left out of the report)."""
-    from experiments.report.curve import frontier_table, panels
-
-    all_arms = arms(data)
-    items = data.items()
-    margin = float(data.manifest.get("margin", 5.0))
-    rows = noninferiority_rows(all_arms, items, margin)
-    return {
-        "budget": budget_table(all_arms),
-        "cost": cost_table(all_arms),
-        "break_even": break_even_table(all_arms),
-        "frontier": frontier_table(panels(all_arms, items)),
-        "noninferiority": noninferiority_table(rows, margin),
-        "smallest_noninferior": smallest_noninferior_table(rows),
-        "order": order_table(all_arms, items),
-        "chunks": chunks_table(all_arms, items),
-    }

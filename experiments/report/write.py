@@ -99,13 +99,11 @@ def report_tables(data: RunData) -> tuple[dict[str, Table], list[str], list]:
         "position_contrasts": position_contrasts(cells, data.items()),
     }
     tables.update(context_length_tables(data))
-    from experiments.report.curve import curve_contrasts, curve_rows
+    from experiments.report.curve import curve_contrasts, curve_rows, tradeoff_tables
 
     curve = curve_rows(data)
     if curve:
         tables["curve_contrasts"] = curve_contrasts(data)
-    from experiments.report.tradeoff import tradeoff_tables
-
     tables.update(tradeoff_tables(data))
     return tables, contrast_notes, curve
 

@@ -13,7 +13,7 @@ from experiments.data.records import Prediction, budget_row_label
 from experiments.data.store import RunDir
 from experiments.report.cells import load_run
 from experiments.report.compare import compare_runs
-from experiments.report.curve import frontier_table, panels, write_tradeoff_plots
+from experiments.report.curve import frontier_table, panels, tradeoff_tables, write_tradeoff_plots
 from experiments.report.plots import line_style
 from experiments.report.stats import (
     CANNOT_TELL,
@@ -24,7 +24,7 @@ from experiments.report.stats import (
     noninferiority_p,
     paired_delta,
 )
-from experiments.report.tradeoff import arms, break_even_table, noninferiority_rows, order_table, tradeoff_tables
+from experiments.report.tradeoff import arms, break_even_table, noninferiority_rows, order_table
 from experiments.report.write import write_report
 
 BUDGETS = (256, 512, 1024)
