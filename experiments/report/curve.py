@@ -4,7 +4,8 @@ The trade-off picture (``panels``, ``frontier_table``, ``write_tradeoff_plots``)
 per reader, a panel per task and one for the task average, each compressor
 line's points at the context tokens the reader saw, with paired 95% bands
 against full, full as a band at its own token count, and the Pareto frontier
-marked (the points of ``experiments.report.tradeoff``).
+marked (the points of ``experiments.report.tradeoff``).  ``tradeoff_tables`` gathers
+the report's trade-off tables, the frontier among them.
 
 The open-domain curve from a run's records: retriever recall@k and reader accuracy@k, with 95% intervals.
 

@@ -3,7 +3,7 @@
 An executor carries units out and hands each result to the driver's
 ``on_result``, which writes it; it never writes itself.
 
-``RayExecutor``: ``RayExecutor`` implements the runner's ``Executor`` protocol.  The driver
+On Ray, as here, the driver
 (``Runner``) plans the units, takes the run directory's lock and writes every
 line, exactly as with the local executor, so the append-only, dedup and resume
 rules do not change with scale, and a run started with one executor can be
@@ -88,7 +88,6 @@ def make_executor(kind: str, *, address: str | None = None, workers: int | None 
     if kind != "ray":
         raise ValueError(f"unknown executor {kind!r}")
     return RayExecutor(address, workers=workers)
-
 
 
 class _ShippedWorker(Worker):
