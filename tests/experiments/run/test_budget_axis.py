@@ -16,6 +16,9 @@ from experiments.run.driver import Runner
 from experiments.run.grid import expand_grid, short_hash
 from readers.base import Generation, GenerationRequest, Reader
 from readers.registry import make_reader
+from readers.truncation import prompt_budget, truncate_text
+from retrievers.dense import DenseRetriever
+from tests.retrievers.test_shards import HashEncoder
 
 TASK = {"name": "nq_multidoc", "synthetic": {"kind": "multidoc_qa", "n": 6, "num_docs": 6, "words_per_doc": 40}}
 
@@ -163,3 +166,69 @@ def test_a_new_margin_rewrites_the_report_not_the_predictions_and_old_lines_stil
            "metric": "qa_f1", "score": 1.0, "tokens_in": 90, "tokens_out": 30}  # a line written before budgets
     rec = parse_record(Prediction, old, "predictions.jsonl:1")
     assert (rec.budget, rec.over_budget, rec.context_seen, rec.compress_calls, rec.embed_hits) == (None, False, 30, 0, 0)
+
+
+class WindowedEcho(Reader):
+    """Middle-truncates each prompt to its window as every reader does, answers with what it kept, and notes the
+    length of every whole prompt it was given."""
+
+    identity = "windowed-echo"
+    max_context = 120
+
+    def __init__(self) -> None:
+        self.whole: dict[str, int] = {}
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
+        out = []
+        for r in requests:
+            seen, cut = truncate_text(r.prompt, self.tokenizer, prompt_budget(self.max_context, r.max_new_tokens),
+                                      self.truncation)
+            self.whole[seen] = self.count_tokens(r.prompt)
+            out.append(Generation(text=seen, tokens_in=self.count_tokens(seen), tokens_out=1, truncated=cut))
+        return out
+
+
+def test_a_reader_that_cuts_the_prompt_records_the_context_tokens_it_still_saw(tmp_path):
+    cfg = parse_config({"name": "b", "tasks": [{**TASK, "max_new_tokens": 8}], "readers": ["extractive"],
+                        "budget": [40], "compressors": ["full", {"name": "truncate"}]})
+    reader = WindowedEcho()
+    Runner(cfg, tmp_path / "run", progress=False, reader_factory=lambda name, **p: reader).run()
+    recs = lines(tmp_path / "run")
+    full = [r for r in recs if r["compressor"] == "full"]
+    assert len(full) == 6
+    for r in full:
+        window = WindowedEcho.max_context - 8  # the middle cut keeps the window less room for the answer
+        assert r["truncated"] and reader.whole[r["prediction"]] > window
+        cut = reader.whole[r["prediction"]] - window  # and falls inside the context
+        assert r["tokens_seen"] == r["tokens_out"] - cut and 0 < r["tokens_seen"] < r["tokens_out"]
+    rest = [r for r in recs if r["compressor"] != "full"]
+    assert len(rest) == 6 and all(not r["truncated"] and "tokens_seen" not in r for r in rest)  # 40 tokens fit
+    run = load_run(tmp_path / "run")
+    assert {(p.id, p.context_seen) for p in run.predictions if p.compressor == "full"} == {
+        (r["id"], r["tokens_seen"]) for r in full}
+
+
+class SlowCachedDense(DenseRetriever):
+    """Feature-hashing embeddings at 20 ms a text, through the shared embedding cache as every dense retriever."""
+
+    def __init__(self) -> None:
+        super().__init__(HashEncoder(32, delay_s=0.02))
+
+
+def test_cached_embeddings_report_the_encoding_time_recorded_when_made_never_the_lookup(tmp_path):
+    # the slow encoder behind the retrieval compressor, by import path as a plugin retriever would be
+    retriever = {"name": f"{__name__}:SlowCachedDense"}
+    cfg = config(budget=[60], compressors=[{"name": "retrieval", "params": {"retriever": retriever, "chunk_size": 20}}])
+    Runner(cfg, tmp_path / "first", progress=False).run()
+    Runner(cfg, tmp_path / "second", progress=False).run()  # every chunk's and query's embedding from the cache
+    first = {r["id"]: r for r in lines(tmp_path / "first")}
+    second = {r["id"]: r for r in lines(tmp_path / "second")}
+    assert first.keys() == second.keys() and len(first) == 6
+    for key, a in first.items():
+        b = second[key]
+        texts = a["embed_texts"]
+        assert texts >= 2 and a["embed_calls"] >= 1 and "embed_hits" not in a
+        assert (b.get("embed_texts", 0), b.get("embed_calls", 0), b["embed_hits"]) == (0, 0, texts)
+        assert a["compress_model_s"] >= 0.02 * texts - 1e-3
+        assert b["compress_model_s"] == pytest.approx(a["compress_model_s"], abs=2e-3)  # as made, not as served
+        assert b["compress_s"] >= b["compress_model_s"] - 1e-3
