@@ -10,7 +10,7 @@ import html
 import io
 import statistics
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from experiments.data.records import split_swept_id
 from experiments.report.cells import Cell, paired_vs, pos_order
@@ -290,7 +290,9 @@ def length_items(cells: Sequence[Cell], predictions: Sequence) -> dict[tuple[str
 def length_tables(cells: Sequence[Cell], predictions: Sequence) -> tuple[Table, Table]:
     """Score by context length per task and arm, ``score [95% interval] (n)``; and each compressed arm minus full
     context at each length, paired on the example, with its interval and n, per task and pooled over the tasks of
-    one category (stratified by task).  Only tasks with two or more lengths."""
+    one category (stratified by task).  The deltas' last column pools every length (paired on (length, example),
+    resampled within each length), since a few examples per length rarely resolve a difference on their own.
+    Only tasks with two or more lengths."""
     items = length_items(cells, predictions)
     by_task: dict[str, list[str]] = defaultdict(list)
     for (task, _), buckets in items.items():
@@ -318,7 +320,8 @@ def length_tables(cells: Sequence[Cell], predictions: Sequence) -> tuple[Table, 
             continue
         base_items = items.get((base.task, base.config_hash), {})
         deltas.append([c.task, c.reader, f"{c.compressor} - full",
-                       *(_length_delta(paired_vs(base_items.get(k, {}), mine.get(k, {}))) for k in lengths)])
+                       *(_length_delta(paired_vs(base_items.get(k, {}), mine.get(k, {}))) for k in lengths),
+                       _length_delta(_pooled_pairs([(c.task, base_items, mine)], lengths))])
     # tasks of one category (e.g. the needle tasks) pooled: paired on (task, example), resampled within each task
     pooled: dict[tuple[str, str, str], list[Cell]] = defaultdict(list)
     for c in cells:
@@ -327,19 +330,30 @@ def length_tables(cells: Sequence[Cell], predictions: Sequence) -> tuple[Table, 
     for (category, reader, comp), group in pooled.items():
         if len(group) < 2:
             continue
-        row = [f"{category} ({len(group)} tasks)", reader, f"{comp} - full"]
-        for k in lengths:
-            base, other, strata = {}, {}, {}
-            for c in group:
-                b = items.get((c.task, full[(c.task, c.reader)].config_hash), {}).get(k, {})
-                for ex_id, value in items.get((c.task, c.config_hash), {}).get(k, {}).items():
-                    if ex_id in b:
-                        key = f"{c.task}\x1f{ex_id}"
-                        base[key], other[key], strata[key] = b[ex_id], value, c.task
-            row.append(_length_delta(paired_vs(base, other, strata)) if base else "")
-        deltas.append(row)
+        arms = [(c.task, items.get((c.task, full[(c.task, c.reader)].config_hash), {}),
+                 items.get((c.task, c.config_hash), {})) for c in group]
+        deltas.append([f"{category} ({len(group)} tasks)", reader, f"{comp} - full",
+                       *(_length_delta(_pooled_pairs(arms, [k])) for k in lengths),
+                       _length_delta(_pooled_pairs(arms, lengths))])
     header = ["task", "reader", "compressor", *labels]
-    return (header, scores), (["task", "reader", "contrast", *labels], deltas)
+    return (header, scores), (["task", "reader", "contrast", *labels, "all lengths"], deltas)
+
+
+def _pooled_pairs(arms: Sequence[tuple[str, Mapping[str, Mapping[str, float]], Mapping[str, Mapping[str, float]]]],
+                  lengths: Sequence[str]) -> PairedDelta:
+    """Compressed minus full over ``(task, full's items by length, the arm's items by length)``, paired on
+    (task, length, example) and stratified by (task, length)."""
+    base: dict[str, float] = {}
+    other: dict[str, float] = {}
+    strata: dict[str, str] = {}
+    for task, full_items, arm_items in arms:
+        for k in lengths:
+            b = full_items.get(k, {})
+            for ex_id, value in arm_items.get(k, {}).items():
+                if ex_id in b:
+                    key = f"{task}\x1f{k}\x1f{ex_id}"
+                    base[key], other[key], strata[key] = b[ex_id], value, f"{task}\x1f{k}"
+    return paired_vs(base, other, strata)
 
 
 def _length_delta(pd: PairedDelta) -> str:

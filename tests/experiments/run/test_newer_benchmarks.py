@@ -2,6 +2,7 @@
 v2's two-step CoT and RAG format through a scripted OpenAI-compatible reader, HELMET's rubric through the judge."""
 from __future__ import annotations
 
+import csv
 import json
 
 import pytest
@@ -38,6 +39,9 @@ def test_ruler_tasks_in_a_run_give_the_effective_length_tables(tmp_path):
     assert len(deltas) == 1 + 3 + 1 and all("- full" in line for line in deltas[1:])
     # the two needle tasks pooled, paired on (task, example): 12 pairs per length
     assert deltas[-1].startswith("needle retrieval (2 tasks),") and deltas[-1].count("(n=12)") == 2
+    # and every length pooled, paired on (task, length, example): 24 pairs, each task's row 12
+    rows = list(csv.reader(deltas))
+    assert rows[0][-1] == "all lengths" and [row[-1].rsplit(" ", 1)[-1] for row in rows[1:]] == ["(n=12)"] * 3 + ["(n=24)"]
     assert "Score by context length" in md and any(p.name == "score_by_length.png" for p in plots)
     preds = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
     assert {p["meta"]["length_bucket"] for p in preds} == {512, 1024}
