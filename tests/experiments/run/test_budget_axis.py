@@ -215,7 +215,8 @@ class SlowCachedDense(DenseRetriever):
         super().__init__(HashEncoder(32, delay_s=0.02))
 
 
-def test_cached_embeddings_report_the_encoding_time_recorded_when_made_never_the_lookup(tmp_path):
+def test_cached_embeddings_report_the_encoding_time_recorded_when_made_never_the_lookup(tmp_path, monkeypatch):
+    monkeypatch.setenv("CTXCOMP_CACHE_DIR", str(tmp_path / "cache"))  # an empty embedding cache of its own
     # the slow encoder behind the retrieval compressor, by import path as a plugin retriever would be
     retriever = {"name": f"{__name__}:SlowCachedDense"}
     cfg = config(budget=[60], compressors=[{"name": "retrieval", "params": {"retriever": retriever, "chunk_size": 20}}])
