@@ -205,15 +205,19 @@ def _mean_difference(base: dict[str, float], other: dict[str, float]) -> float:
 
 
 def _break_even(points: Sequence[tuple[str, bool | None]]) -> str:
-    """From (budget, cheaper?) smallest budget first: the largest budget up to which every point is cheaper."""
+    """From (budget, cheaper?) smallest budget first: the largest budget up to which every point is cheaper.
+    Where the first budget that is not shown cheaper is undecided (None: too few pairs, or an interval across
+    0), the text says "cannot tell" rather than "not cheaper"."""
     cheap = 0
     while cheap < len(points) and points[cheap][1] is True:
         cheap += 1
     if cheap == len(points):
         return f"{points[-1][0]} or more (cheaper at every budget)"
+    stop, undecided = points[cheap][0], points[cheap][1] is None
     if cheap == 0:
-        return f"under {points[0][0]} (not cheaper at the smallest budget)"
-    return f"{points[cheap - 1][0]} (cheaper up to it; not at {points[cheap][0]})"
+        return (f"cannot tell at this n (not shown cheaper at {stop})" if undecided
+                else f"under {stop} (not cheaper at the smallest budget)")
+    return f"{points[cheap - 1][0]} (cheaper up to it; {'cannot tell' if undecided else 'not'} at {stop})"
 
 
 def break_even_table(all_arms: Sequence[Arm]) -> Table:

@@ -88,6 +88,16 @@ def test_break_even_on_a_scripted_run(tmp_path):
     assert row[header.index("break-even (model tokens)")] == "256 (cheaper up to it; not at 512)"
 
 
+def test_break_even_with_too_few_pairs_says_it_cannot_tell_not_that_compressing_costs_more(tmp_path):
+    preds, points = scripted_run(tmp_path, n=3)  # every difference as before, but 3 pairs: below MIN_PAIRS
+    data = write_run(tmp_path / "run", preds, points)
+    header, body = break_even_table(arms(data))
+    (row,) = body
+    assert row[header.index("end-to-end ms/example vs full, per budget")] == "-1244; -488; +1024"
+    assert row[header.index("break-even (time)")] == "cannot tell at this n (not shown cheaper at 256)"
+    assert row[header.index("break-even (model tokens)")] == "256 (cheaper up to it; not at 512)"  # means: no n
+
+
 def test_noninferiority_decision_on_constructed_pairs_against_a_by_hand_computation():
     rng = np.random.default_rng(7)
     full = rng.integers(0, 2, 40).astype(float)
