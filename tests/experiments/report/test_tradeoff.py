@@ -216,3 +216,27 @@ def test_compare_across_readers_gives_a_difference_of_differences(tmp_path):
 
     with pytest.raises(UserError, match="expected A_VALUE:B_VALUE"):
         compare_runs(tmp_path / "run", tmp_path / "run", {"reader": "weak-strong"})
+
+
+def test_the_all_lengths_delta_is_the_mean_over_lengths_of_each_lengths_paired_delta(tmp_path):
+    from dataclasses import replace
+
+    from experiments.report.tables import length_tables
+
+    # full scores 0 everywhere; the arm scores 1, 1 at 1k (delta 1.0) and 0, 0, 0, 1 at 2k (delta 0.25): the
+    # pooled statistic resamples within each length and averages the lengths, (1.0 + 0.25) / 2 = 0.625, where an
+    # unstratified pool of the 6 pairs would give 3 / 6 = 0.5
+    arm = {"1024": [1, 1], "2048": [0, 0, 0, 1]}
+    preds = []
+    for length, scores in arm.items():
+        for i, s in enumerate(scores):
+            meta = {"length_bucket": int(length)}
+            preds.append(replace(pred("t", f"{length}-{i}", "F", "full", "full", 0.0), meta=meta))
+            preds.append(replace(pred("t", f"{length}-{i}", "T", "truncate(middle)", "truncate", float(s)), meta=meta))
+    data = write_run(tmp_path / "run", preds, [point("F", "full"), point("T", "truncate", max_tokens=9)])
+    _, (header, body) = length_tables(data.cells, data.predictions)
+    (row,) = body
+    assert header[-3:] == ["1k", "2k", "all lengths"]
+    assert row[-3].startswith("+100.00") and row[-3].endswith("(n=2)")  # below 5 pairs: the delta and n only
+    assert row[-2].startswith("+25.00") and row[-2].endswith("(n=4)")
+    assert row[-1].startswith("+62.50 [") and row[-1].endswith("(n=6)")
