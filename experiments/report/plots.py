@@ -210,6 +210,8 @@ def plot_length_buckets(scores: Mapping[str, Mapping[str, float]], path: str | P
         buckets: list[str] = []
         for values in scores.values():
             buckets.extend(b for b in values if b not in buckets)
+        if all(b.isdigit() for b in buckets):  # token lengths: in increasing order, not as met
+            buckets.sort(key=int)
         for config, values in scores.items():
             ax.plot(range(len(buckets)), [values.get(b, float("nan")) for b in buckets], marker="o",
                     markersize=3, label=_fit(config))
@@ -218,7 +220,7 @@ def plot_length_buckets(scores: Mapping[str, Mapping[str, float]], path: str | P
         ax.set_ylabel("score")
         ax.set_title("Score by input length")
         ax.grid(alpha=0.3)
-        ax.legend(loc="best")
+        fig.legend(loc="outside lower center", ncol=1, frameon=False)  # below the axes: many lines never cover them
         return _save(fig, path)
 
 
@@ -313,6 +315,7 @@ def plot_score_by_length(series: Mapping[str, Mapping[str, Mapping[str, Any]]], 
                                  squeeze=False, layout="constrained")
         colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
         arms = list(dict.fromkeys(a for by_task in series.values() for arms in by_task.values() for a in arms))
+        legend: dict[str, Any] = {}
         for r, reader in enumerate(readers):
             for t, task in enumerate(tasks):
                 ax = axes[r][t]
@@ -323,10 +326,11 @@ def plot_score_by_length(series: Mapping[str, Mapping[str, Mapping[str, Any]]], 
                     labels, means, lows, highs = line
                     xs = list(range(len(labels)))
                     dodge = (a - (len(arms) - 1) / 2) * 0.06
-                    ax.errorbar([x + dodge for x in xs], means, yerr=[[m - lo for m, lo in zip(means, lows)],
+                    drawn = ax.errorbar([x + dodge for x in xs], means, yerr=[[m - lo for m, lo in zip(means, lows)],
                                                                       [hi - m for m, hi in zip(means, highs)]],
                                 marker="o", markersize=3, linewidth=1, elinewidth=0.7, capsize=1.5,
-                                color=colors[a % len(colors)], label=_fit(arm) if r == 0 and t == 0 else None)
+                                color=colors[a % len(colors)])
+                    legend.setdefault(arm, drawn)
                     ax.set_xticks(xs, labels)
                 ax.set_ylim(-2, 102)
                 ax.grid(alpha=0.3)
@@ -334,8 +338,11 @@ def plot_score_by_length(series: Mapping[str, Mapping[str, Mapping[str, Any]]], 
                     ax.set_title(_two_lines(task, len(tasks)))
                 if t == 0:
                     ax.set_ylabel(f"{reader}\nscore")
-        fig.supxlabel("context length (tokens); bars: 95% bootstrap intervals")
-        fig.legend(loc="outside lower center", ncol=2, frameon=False)
+                if r == len(readers) - 1:
+                    ax.set_xlabel("context tokens")
+        # every arm once, in full: two budgets of one retriever differ only at the end of their names
+        fig.legend(list(legend.values()), [_fit(arm, 70) for arm in legend], loc="outside lower center", ncol=2,
+                   frameon=False, title="bars: 95% bootstrap intervals", title_fontsize=7)
         return _save(fig, path)
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
@@ -16,6 +16,7 @@ from experiments.report.tables import (
     contrast_table,
     csv_text,
     efficiency_table,
+    length_items,
     length_tables,
     longbench_v2_table,
     markdown_cell,
@@ -202,13 +203,12 @@ def render_markdown(data: RunData, tables: dict[str, Table], plot_paths: Sequenc
     return "\n".join(parts) + "\n"
 
 
-def _plot_lengths(out: Path, data: RunData) -> list[Path]:
+def _plot_lengths(out: Path, data: RunData, items: Mapping[tuple[str, str], Mapping[str, Mapping[str, float]]]) -> list[Path]:
     """plots/score_by_length.png: the score-by-length table's numbers as lines with interval bars."""
     from experiments.report import plots
     from experiments.report.stats import mean_interval
-    from experiments.report.tables import length_items, length_label
+    from experiments.report.tables import length_label
 
-    items = length_items(data.cells, data.predictions)
     series: dict[str, dict[str, dict[str, tuple]]] = defaultdict(lambda: defaultdict(dict))
     for c in data.cells:
         buckets = items.get((c.task, c.config_hash), {})
@@ -236,8 +236,12 @@ def _write_plots(run_dir: Path, cells: Sequence[Cell], data: RunData | None = No
                 intervals[c.reader][c.compressor][c.task] = (c.delta_ci95[0], c.delta_ci95[1])
     if deltas:
         paths += plots.plot_delta_forest(deltas, out / "delta_vs_full.png", intervals)
-    paths += _plot_lengths(out, data) if data is not None else []
-    buckets = {f"{c.reader} | {c.compressor} | {c.task}": c.buckets for c in cells if len(c.buckets) > 1}
+    items = length_items(data.cells, data.predictions) if data is not None else {}
+    paths += _plot_lengths(out, data, items) if data is not None else []
+    # tasks with lengths of their own (RULER, LongBench v2) are drawn above with intervals; the rest by bucket
+    own_lengths = {task for task, _ in items}
+    buckets = {f"{c.reader} | {c.compressor} | {c.task}": c.buckets for c in cells
+               if len(c.buckets) > 1 and c.task not in own_lengths}
     if buckets:
         paths += plots.plot_length_buckets(buckets, out / "length_buckets.png")
     for task in dict.fromkeys(c.task for c in cells):

@@ -4,7 +4,13 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from experiments.report.curve import CurveRow
-from experiments.report.plots import plot_curve, plot_delta_forest, plot_length_buckets, plot_position
+from experiments.report.plots import (
+    plot_curve,
+    plot_delta_forest,
+    plot_length_buckets,
+    plot_position,
+    plot_score_by_length,
+)
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -43,3 +49,19 @@ def test_plot_delta_forest_and_length_buckets(tmp_path):
     scores = {"full": {"0-4k": 30.0, "4-8k": 25.0, "8k+": 20.0}, "bm25": {"0-4k": 28.0, "8k+": 22.0}}
     svg = _check(plot_length_buckets(scores, tmp_path / "len.png"), tmp_path, "len")
     assert "8k+" in svg
+    svg = _check(plot_length_buckets({"full": {"16384": 10.0, "2048": 30.0, "4096": 20.0}}, tmp_path / "tok.png"),
+                 tmp_path, "tok")
+    assert svg.index("<!-- 2048 -->") < svg.index("<!-- 4096 -->") < svg.index("<!-- 16384 -->")  # increasing
+
+
+def test_score_by_length_names_every_arm_in_full(tmp_path):
+    """Two budgets of one retriever differ only at the end of their names, and an arm drawn only in a later
+    panel still needs its legend entry."""
+    line = (["2k", "4k"], [50.0, 40.0], [30.0, 20.0], [70.0, 60.0])
+    long_a = "retrieval(minilm, 64x*, <=256 tokens, order=document)"
+    long_b = "retrieval(minilm, 64x*, <=512 tokens, order=document)"
+    series = {"smollm2": {"ruler_niah_single": {"full": line, long_a: line},
+                          "ruler_vt": {"full": line, long_b: line, "summarize(query-focused)": line}}}
+    svg = _check(plot_score_by_length(series, tmp_path / "sbl.png"), tmp_path, "sbl")
+    assert long_a.replace("<", "&lt;") in svg and long_b.replace("<", "&lt;") in svg
+    assert "summarize(query-focused)" in svg and "context tokens" in svg

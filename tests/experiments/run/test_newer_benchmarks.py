@@ -43,6 +43,8 @@ def test_ruler_tasks_in_a_run_give_the_effective_length_tables(tmp_path):
     rows = list(csv.reader(deltas))
     assert rows[0][-1] == "all lengths" and [row[-1].rsplit(" ", 1)[-1] for row in rows[1:]] == ["(n=12)"] * 3 + ["(n=24)"]
     assert "Score by context length" in md and any(p.name == "score_by_length.png" for p in plots)
+    # the same lengths are not drawn a second time, without intervals, as one line per (reader, arm, task)
+    assert not any(p.name.startswith("length_buckets") for p in plots)
     preds = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
     assert {p["meta"]["length_bucket"] for p in preds} == {512, 1024}
 
