@@ -326,10 +326,9 @@ def plot_score_by_length(series: Mapping[str, Mapping[str, Mapping[str, Any]]], 
                     labels, means, lows, highs = line
                     xs = list(range(len(labels)))
                     dodge = (a - (len(arms) - 1) / 2) * 0.06
-                    drawn = ax.errorbar([x + dodge for x in xs], means, yerr=[[m - lo for m, lo in zip(means, lows)],
-                                                                      [hi - m for m, hi in zip(means, highs)]],
-                                marker="o", markersize=3, linewidth=1, elinewidth=0.7, capsize=1.5,
-                                color=colors[a % len(colors)])
+                    errors = [[m - lo for m, lo in zip(means, lows)], [hi - m for m, hi in zip(means, highs)]]
+                    drawn = ax.errorbar([x + dodge for x in xs], means, yerr=errors, marker="o", markersize=3,
+                                        linewidth=1, elinewidth=0.7, capsize=1.5, color=colors[a % len(colors)])
                     legend.setdefault(arm, drawn)
                     ax.set_xticks(xs, labels)
                 ax.set_ylim(-2, 102)
