@@ -63,3 +63,31 @@ def test_stratified_average_over_tasks_uses_the_same_draws_per_large_task():
     per_task = [(b[:3_000] - a[:3_000]).mean(), (b[3_000:] - a[3_000:]).mean()]
     assert pd.delta == pytest.approx(100 * np.mean(per_task), abs=0.01)
     assert pd.lo < pd.delta < pd.hi and pd.hi - pd.lo < 2 * 100 * 1.96 * np.sqrt(0.5 / 3_000)
+
+
+def _flip_normal_p(x, two_sided):
+    """Under random signs the mean of x has variance sum(x^2) / n^2: at large n its tail is the normal one."""
+    z = x.mean() / (np.sqrt((x ** 2).sum()) / len(x))
+    return 2 * stats.norm.sf(abs(z)) if two_sided else stats.norm.sf(z)
+
+
+def test_sign_flip_p_value_of_a_large_continuous_sample_is_the_normal_tail():
+    rng = np.random.default_rng(3)
+    d = rng.normal(0.0, 1.0, 2_000)  # latencies or token counts: every value distinct
+    d = d - d.mean() + 0.03  # a mean of 0.03 SD: z about 1.3
+    assert ours._few_distinct(np.abs(d)) is None
+    expected = _flip_normal_p(d, two_sided=True)
+    assert 0.01 < expected < 0.5
+    assert sign_flip_p_value(d) == pytest.approx(expected, abs=0.015)
+
+
+@pytest.mark.parametrize("n", [300, 3_000])
+def test_noninferiority_p_at_either_side_of_large_n_is_the_normal_tail(n):
+    positive, negative = int(0.32 * n), int(0.31 * n)  # arm - full: +1, -1, the rest ties
+    d = np.zeros(n)
+    d[:positive], d[positive:positive + negative] = 1.0, -1.0
+    margin = 1.0  # points
+    x = d + margin / 100
+    expected = _flip_normal_p(x, two_sided=False)
+    assert 0.02 < expected < 0.6
+    assert ours.noninferiority_p(d, margin) == pytest.approx(expected, abs=0.02)
