@@ -12,6 +12,11 @@
       after it) on the study's prompts, short (Lost in the Middle, 10
       documents) and long (L-Eval, full context cut to the reader's 4,096
       tokens); peak resident memory; the ratio of each to float32.
+      ``llama_cpp:TYPE`` (``f32``, ``f16``, ``q8_0``, ``q4_0``) times llama.cpp
+      on the packaged Q4_1 file requantized to that type (into a temporary
+      folder, by llama.cpp's own quantizer): the types its fast prompt matrix
+      code covers, which Q4_1 is not.  ``f32`` holds exactly the weights the
+      transformers backend reads (both dequantize the same file).
    b. Agreement, on a slice of the CPU study (experiments/configs/study_cpu.yaml:
       L-Eval financial_qa and natural_question, full context and BM25 200x7;
       Lost in the Middle 10 random documents and 75-key KV retrieval, gold
@@ -35,6 +40,7 @@ import argparse
 import multiprocessing
 import os
 import resource
+import shutil
 import statistics
 import sys
 import tempfile
@@ -159,10 +165,35 @@ def speed_prompts(n_leval: int, n_litm: int, n_tasks: int = 2) -> dict[str, list
     return out
 
 
+LLAMA_TYPES = ("f32", "f16", "q8_0", "q4_0")
+
+
+def requantized_reader(weight_type: str, threads: int | None) -> Any:
+    """A llama.cpp reader of the packaged SmolLM2 file requantized to ``weight_type`` (``LLAMA_TYPES``)."""
+    import llama_cpp
+
+    from readers.llama_cpp import LlamaCppReader
+    from readers.smollm2 import gguf_path
+
+    if weight_type not in LLAMA_TYPES:
+        raise SystemExit(f"llama_cpp:{weight_type}: the weight type must be one of {', '.join(LLAMA_TYPES)}")
+    target = Path(tempfile.mkdtemp(prefix="bench-gguf-")) / f"smollm2.{weight_type}.gguf"
+    params = llama_cpp.llama_model_quantize_default_params()
+    params.ftype = getattr(llama_cpp, "LLAMA_FTYPE_ALL_F32" if weight_type == "f32"
+                           else f"LLAMA_FTYPE_MOSTLY_{weight_type.upper()}")
+    params.allow_requantize = True
+    if llama_cpp.llama_model_quantize(str(gguf_path()).encode(), str(target).encode(), params) != 0:
+        raise SystemExit(f"llama.cpp could not requantize the packaged file to {weight_type}")
+    try:
+        return LlamaCppReader(target, max_context=STUDY_READER["max_context"], n_threads=threads)
+    finally:  # loaded (mapped) by then: the file goes with the folder, its pages stay until the reader does
+        shutil.rmtree(target.parent, ignore_errors=True)
+
+
 def _time_one(reader: Any, backend: str, request: GenerationRequest, n_decode: int) -> tuple[int, float, float]:
     """(prompt tokens, seconds to the first generated token, seconds for ``n_decode`` more, forced) for one prompt."""
-    if backend == "llama_cpp":
-        engine = reader.engine
+    if backend.startswith("llama_cpp"):
+        engine = getattr(reader, "engine", reader)
         ids, _ = engine._prepare(request)
         engine.llm.reset()
         tokens = engine.llm.generate(ids, temp=0.0, top_k=0, top_p=1.0, min_p=0.0, repeat_penalty=1.0)
@@ -197,8 +228,11 @@ def _speed_child(backend: str, prompts: dict[str, list[GenerationRequest]], n_de
     from readers.registry import make_reader
 
     set_torch_threads(threads)
-    section = reader_section(backend, threads=threads)
-    reader = make_reader(section["name"], **section["params"])
+    if backend.startswith("llama_cpp:"):
+        reader = requantized_reader(backend.split(":", 1)[1], threads)
+    else:
+        section = reader_section(backend, threads=threads)
+        reader = make_reader(section["name"], **section["params"])
     _time_one(reader, backend, prompts["short"][0], 2)  # warm-up
     result: dict[str, Any] = {"load_s": reader.load_s}
     for kind, requests in prompts.items():
@@ -324,7 +358,8 @@ def main() -> None:
     p.add_argument("--service-time-s", type=float, default=0.1)
     p.add_argument("--no-model", action="store_true", help="skip the offline backends (3)")
     p.add_argument("--model-only", action="store_true", help="only the offline backends (3)")
-    p.add_argument("--backends", default="fp32,bf16,llama_cpp", help="3a: backends to time (the first is the reference)")
+    p.add_argument("--backends", default="fp32,bf16,llama_cpp",
+                   help="3a: backends to time (the first is the reference); llama_cpp:f16 etc.: requantized weights")
     p.add_argument("--arms", default="fp32@1,fp32@4,bf16@1,bf16@4,llama_cpp",
                    help="3b: BACKEND@BATCH readers of the study slice (the first is the reference); '' skips 3b")
     p.add_argument("--batching", default="fp32,bf16", help="3c: transformers backends read at batch 1, 4, 8")

@@ -5,7 +5,7 @@ import re
 import string
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
-_PUNCT = set(string.punctuation)
+_DROP_PUNCT = str.maketrans("", "", string.punctuation)  # the same characters, deleted in one C pass
 
 
 def normalize_answer(text: str) -> str:
@@ -16,7 +16,7 @@ def normalize_answer(text: str) -> str:
     and reader accuracy agree on what "contains the answer" means.
     """
     text = text.lower()
-    text = "".join(ch for ch in text if ch not in _PUNCT)
+    text = text.translate(_DROP_PUNCT)
     text = _ARTICLES.sub(" ", text)
     return " ".join(text.split())
 

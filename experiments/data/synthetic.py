@@ -32,10 +32,9 @@ class _Names:
         self.used: set[str] = set()
 
     def word(self, syllables: int) -> str:
+        choice = self.rng.choice
         while True:
-            parts = [self.rng.choice(_ONSETS) + self.rng.choice(_VOWELS) + self.rng.choice(_CODAS)
-                     for _ in range(syllables)]
-            name = "".join(parts).capitalize()
+            name = "".join([choice(_ONSETS) + choice(_VOWELS) + choice(_CODAS) for _ in range(syllables)]).capitalize()
             if name.lower() not in self.used and len(name) >= 5:
                 self.used.add(name.lower())
                 return name
@@ -94,15 +93,19 @@ def _passage_text(rng: random.Random, fact: str, subject: str, words: int) -> st
     """The fact as the second sentence, framed by filler sentences about ``subject`` until ``words`` are reached."""
     fillers = list(_FILLER)
     rng.shuffle(fillers)
-    sentences = []
+    choice, randint = rng.choice, rng.randint
+    sentences: list[str] = []
+    count = 0
     for template in fillers:
         sentences.append(template.format(
-            t=subject, year=rng.randint(1200, 1950), adj=rng.choice(_ADJ), thing=rng.choice(_THINGS),
-            season=rng.choice(_SEASONS), weather=rng.choice(_WEATHER), num=rng.randint(200, 90000), goods=rng.choice(_GOODS),
+            t=subject, year=randint(1200, 1950), adj=choice(_ADJ), thing=choice(_THINGS),
+            season=choice(_SEASONS), weather=choice(_WEATHER), num=randint(200, 90000), goods=choice(_GOODS),
         ))
+        count += len(sentences[-1].split())
         if len(sentences) == 1:
             sentences.append(fact)
-        if sum(len(s.split()) for s in sentences) >= words:
+            count += len(fact.split())
+        if count >= words:
             break
     return " ".join(sentences)
 

@@ -31,8 +31,17 @@ each distinct absolute difference, a binomial draw of how many are positive.
 The distributions are those of the direct methods (another random stream), at
 a cost in the number of distinct values instead of n, so a cell of a hundred
 thousand 0/1 scores costs what a cell of three does.  Where nearly every value
-is distinct (a continuous metric) the direct draws are used: the project's own sign draws, not scipy's
+is distinct (a continuous metric, latencies) the direct draws are used: the project's own sign draws, not scipy's
 permutation test, which spends about a second a call on per-resample overhead at n = 1,000.
+
+Direct draws cost n values per resample, 10^8 of them per interval at n = 10^4.  There, once the sample is
+large enough for its mean to be normal to within the resampling's own noise, each resampled mean is drawn
+from that normal instead (``_clt_ratio``): mean and plug-in spread for a bootstrap, 0 and root-sum-of-squares
+for the sign flip, the distributions the direct draws converge to (the central limit theorem, conditional on
+the sample).  The gate is the Berry-Esseen ratio r = sum|x - mean|^3 / (sum (x - mean)^2)^(3/2) <= ``CLT_RATIO``:
+the leading (Edgeworth) error of the normal at the 2.5% tail is about 0.03 r, 0.0006 at the gate, below the
+0.0016 standard error of a 2.5% quantile estimated from 10^4 resamples.  A sample with an outlier that carries
+much of its spread (one timed-out call among thousands) keeps the direct draws.
 """
 from __future__ import annotations
 
@@ -51,6 +60,9 @@ _CHUNK = 1_000
 # Above this many values a sample is resampled through its distinct values' counts (see the module docstring);
 # below it, as before, so the intervals of small runs never change.
 LARGE_N = 500
+# Above LARGE_N, a continuous sample whose Berry-Esseen ratio is at most this has its resampled means drawn from
+# their normal limit (module docstring); 0.02 admits uniform-like values from about n = 4,200.
+CLT_RATIO = 0.02
 
 
 @dataclass(frozen=True)
@@ -84,10 +96,25 @@ def _few_distinct(x: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     return (values, counts) if len(values) <= len(x) // 8 else None
 
 
+def _clt_ratio(centred: np.ndarray) -> float:
+    """sum|c|^3 / (sum c^2)^(3/2) of a centred sample: the Berry-Esseen ratio that bounds how far the law of a
+    mean of n draws from it (or of n signed values) is from its normal limit; inf when every value is 0."""
+    squares = float(np.dot(centred, centred))
+    return float(np.sum(np.abs(centred) ** 3)) / squares ** 1.5 if squares > 0 else float("inf")
+
+
+def _normal_limit(x: np.ndarray) -> bool:
+    """Whether a large continuous sample's resampled means may be drawn from their normal limit."""
+    return len(x) > LARGE_N and _clt_ratio(x - x.mean()) <= CLT_RATIO
+
+
 def _resampled_means(x: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
-    """``size`` bootstrap means of ``x``: index draws, or multinomial counts of its distinct values (large n)."""
+    """``size`` bootstrap means of ``x``: index draws, multinomial counts of its distinct values (large n), or
+    draws of their normal limit (large n, continuous, no dominant value)."""
     distinct = _few_distinct(x)
     if distinct is None:
+        if _normal_limit(x):
+            return rng.normal(x.mean(), x.std() / np.sqrt(len(x)), size=size)
         return x[rng.integers(0, len(x), size=(size, len(x)))].mean(axis=1)
     values, counts = distinct
     return rng.multinomial(len(x), counts / len(x), size=size) @ values / len(x)
@@ -97,6 +124,8 @@ def _flipped_means(d: np.ndarray, size: int, rng: np.random.Generator) -> np.nda
     """``size`` means of ``d`` with random signs: sign draws, or binomial counts per distinct |d| (large n)."""
     distinct = _few_distinct(np.abs(d))
     if distinct is None:
+        if len(d) > LARGE_N and _clt_ratio(d) <= CLT_RATIO:  # signs about 0: the values are their own centring
+            return rng.normal(0.0, np.sqrt(np.dot(d, d)) / len(d), size=size)
         return ((rng.integers(0, 2, size=(size, len(d))) * 2 - 1) * d).mean(axis=1)
     values, counts = distinct
     positive = rng.binomial(counts, 0.5, size=(size, len(counts)))
@@ -135,7 +164,7 @@ def _one_sample_interval(x: np.ndarray, n_resamples: int, seed: int, confidence:
 
     if len(x) == 1 or np.all(x == x[0]):  # one value: every resample is that value
         return float(x[0]), float(x[0])
-    if _few_distinct(x) is not None:
+    if _few_distinct(x) is not None or _normal_limit(x):
         rng = np.random.default_rng(seed)
         means = np.concatenate([_resampled_means(x, min(_CHUNK, n_resamples - start), rng)
                                 for start in range(0, n_resamples, _CHUNK)])

@@ -91,3 +91,55 @@ def test_noninferiority_p_at_either_side_of_large_n_is_the_normal_tail(n):
     expected = _flip_normal_p(x, two_sided=False)
     assert 0.02 < expected < 0.6
     assert ours.noninferiority_p(d, margin) == pytest.approx(expected, abs=0.02)
+
+
+def _direct_bootstrap(x, rng, resamples=2_000):
+    """The percentile bootstrap by its definition: index draws of the whole sample, other draws than ours."""
+    means = np.concatenate([x[rng.integers(0, len(x), size=(200, len(x)))].mean(axis=1)
+                            for _ in range(resamples // 200)])
+    return np.quantile(means, [0.025, 0.975])
+
+
+def test_a_large_continuous_sample_resamples_through_its_normal_limit_and_matches_the_definition():
+    rng = np.random.default_rng(11)
+    latencies = rng.random(20_000) * 2.0  # every value distinct, no value dominant: Berry-Esseen ratio ~ 0.009
+    assert ours._few_distinct(latencies) is None and ours._normal_limit(latencies)
+    mi = mean_interval(latencies)
+    lo, hi = _direct_bootstrap(latencies, rng)
+    se = latencies.std() / np.sqrt(len(latencies))
+    assert abs(mi.lo / 100 - lo) < 0.15 * se and abs(mi.hi / 100 - hi) < 0.15 * se
+    other = latencies + rng.normal(0.004, 0.3, len(latencies))  # a paired arm 0.004 s slower on average
+    d = other - latencies
+    pd = paired_delta(latencies, other)  # x 100, so that the rounding to 2 decimals is below the tolerance
+    dlo, dhi = _direct_bootstrap(d, rng)
+    dse = d.std() / np.sqrt(len(d))
+    assert abs(pd.lo / 100 - dlo) < 0.15 * dse and abs(pd.hi / 100 - dhi) < 0.15 * dse
+    assert pd.p_value == pytest.approx(_flip_normal_p(d, two_sided=True), abs=0.01)
+
+
+def test_a_large_sample_with_a_dominant_outlier_keeps_the_direct_draws():
+    """One call that took 2,000 s among 20,000 of about a second: whether a resample holds it decides its mean,
+    so the bootstrap distribution is a Poisson mixture, far from normal, and the interval must be lopsided."""
+    rng = np.random.default_rng(5)
+    x = np.append(rng.random(20_000), 2_000.0)
+    assert not ours._normal_limit(x)
+    mi = mean_interval(x)
+    lo, hi = _direct_bootstrap(x, rng)
+    assert mi.lo / 100 == pytest.approx(lo, abs=0.004) and mi.hi / 100 == pytest.approx(hi, abs=0.02)
+    assert (mi.hi - mi.mean) > 1.5 * (mi.mean - mi.lo)  # a normal interval would be symmetric
+
+
+def test_strata_of_large_continuous_samples_mix_the_normal_and_direct_draws():
+    rng = np.random.default_rng(2)
+    a = rng.random(12_000)
+    b = a + rng.random(12_000) * 0.4 - 0.19  # 0.01 slower on average, uniform spread
+    b[11_999] += 500.0  # the second task has a dominant outlier: its draws stay direct
+    strata = ["t1"] * 6_000 + ["t2"] * 6_000
+    assert ours._normal_limit((b - a)[:6_000]) and not ours._normal_limit((b - a)[6_000:])
+    pd = paired_delta(a, b, strata=strata, scale=1.0)  # seconds as they are: the outlier moves the mean by 0.04
+    d1, d2 = (b - a)[:6_000], (b - a)[6_000:]
+    draws = [(d1[rng.integers(0, 6_000, size=(200, 6_000))].mean(axis=1)
+              + d2[rng.integers(0, 6_000, size=(200, 6_000))].mean(axis=1)) / 2 for _ in range(10)]
+    lo, hi = np.quantile(np.concatenate(draws), [0.025, 0.975])
+    assert pd.delta == pytest.approx((d1.mean() + d2.mean()) / 2, abs=0.01)
+    assert pd.lo == pytest.approx(lo, abs=0.006) and pd.hi == pytest.approx(hi, abs=0.03)
