@@ -10,6 +10,7 @@ that continues parses only what it needs (keys, the shape of each line).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import gc
 import json
@@ -17,10 +18,12 @@ import logging
 import operator
 import os
 import sys
+import typing
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+import msgspec
 import orjson
 
 from core.files import append_lines, disk_error, write_atomic
@@ -281,8 +284,43 @@ BLOCK = 4096
 
 
 def _block(data: bytes, pos: int, stop: int, kind: type, keys_only: bool) -> list | None:
-    """The records (or keys) of the whole lines ``data[pos:stop]`` through one orjson call; None when any line
-    needs a closer look (``RunLog._scan`` then reads the block line by line and names the bad line)."""
+    """The records (or keys) of the whole lines ``data[pos:stop]``; None when any line needs a closer look
+    (``RunLog._scan`` then reads the block line by line and names the bad line).
+
+    msgspec decodes each line straight into the record type (or, for keys, into a struct of the fields a key
+    check reads), checking every field's type as it goes and skipping unknown fields without building them:
+    about twice as fast as a parse to dicts and five times for keys.  It is stricter than the record types'
+    own checks (a float in an int field, NaN), so a block it refuses goes the dict way, which reads what the
+    project ever wrote.
+    """
+    decode = _decoder(kind, keys_only)
+    try:
+        lines = data[pos:stop - 1].split(b"\n")
+        if keys_only:
+            return list(map(operator.attrgetter(*record_shape(kind)[2]), map(decode, lines)))
+        return list(map(decode, lines))
+    except msgspec.DecodeError:  # a type msgspec will not take, or a line that is not JSON: the dict way decides
+        return _dict_block(data, pos, stop, kind, keys_only)
+
+
+@functools.lru_cache(maxsize=None)
+def _decoder(kind: type, keys_only: bool) -> Callable[[bytes], Any]:
+    """msgspec's decoder of one line into ``kind``, or (keys only) into a struct of its required fields and its
+    text fields, typed as ``kind`` types them (so it takes and refuses what a whole record would)."""
+    if not keys_only:
+        return msgspec.json.Decoder(kind).decode
+    hints = typing.get_type_hints(kind)
+    required = record_shape(kind)[0]
+    defaults = {f.name: f.default for f in dataclasses.fields(kind)}
+    struct = msgspec.defstruct(
+        f"{kind.__name__}Key",
+        [(name, hints[name]) for name in sorted(required)]
+        + [(name, hints[name], defaults[name]) for name in TEXT_FIELDS if name in hints and name not in required])
+    return msgspec.json.Decoder(struct).decode
+
+
+def _dict_block(data: bytes, pos: int, stop: int, kind: type, keys_only: bool) -> list | None:
+    """``_block`` through one orjson call over the lines read as a JSON array, and the record types' own checks."""
     try:
         objs = orjson.loads(b"[" + data[pos:stop - 1].replace(b"\n", b",") + b"]")
     except orjson.JSONDecodeError:

@@ -173,6 +173,31 @@ def test_reading_in_chunks_and_blocks_gives_what_reading_line_by_line_gives(tmp_
     with pytest.raises(RunFileError, match=r"p\.jsonl:41: missing field"):
         log.repair_keys()
 
+def test_the_typed_decoder_and_the_dict_way_read_the_same_records_and_keys(tmp_path, monkeypatch):
+    """Lines are decoded straight into records (msgspec) and, where that decoder is stricter than the records'
+    own checks, the dict way reads them: either way a log gives the records a line-by-line reading gives."""
+    from experiments.data import logs as store
+
+    monkeypatch.setattr(store, "BLOCK", 3)
+    rich = {**pred(1).as_dict(), "meta": {"gold_position": 3, "nested": [1, {"a": None}]}, "kept_chunks": ["c1", "c2"],
+            "chunk_scores": [0.5, None], "answers": ["x", "y"], "score": 1, "field_from_a_newer_ctxcomp": {"k": 1}}
+    lenient = {**pred(4).as_dict(), "tokens_in": 120.0}  # a float in an int field: msgspec refuses, the records take it
+    lines = [json.dumps(pred(0).as_dict()), json.dumps(rich), json.dumps(pred(2).as_dict()),
+             json.dumps(pred(3).as_dict()), json.dumps(lenient), json.dumps(pred(5).as_dict())]
+    path = tmp_path / "p.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    log = RunLog(path, Prediction)
+    typed, keys = log.read(), log.repair_keys()
+    calls = []
+    monkeypatch.setattr(store, "_block", lambda *a: calls.append(1) or store._dict_block(*a))
+    assert [r.as_dict() for r in typed] == [r.as_dict() for r in log.read()] and keys == log.repair_keys() and calls
+    assert typed[1].meta == rich["meta"] and typed[1].chunk_scores == [0.5, None] and typed[1].score == 1
+    assert typed[4].tokens_in == 120.0 and keys == [("t", str(i), "h") for i in range(6)]
+    path.write_text("\n".join(lines[:4] + [json.dumps({**rich, "score": True})] + lines[5:]) + "\n", encoding="utf-8")
+    with pytest.raises(RunFileError, match=r"p\.jsonl:5: field 'score' must be a number"):
+        RunLog(path, Prediction).repair_keys()
+
+
 @pytest.mark.parametrize("name", ["built.jsonl", "built.jsonl.gz"])
 def test_a_data_file_is_written_whole_or_not_at_all(tmp_path, name):
     """``ctxcomp build`` outputs: a failure halfway (a full disk, a bad record) leaves the old file, or none, never
