@@ -4,8 +4,8 @@ Reading never writes: a torn last line (a kill or a full disk in the middle of
 a write) is skipped with a warning, and only a run that holds the lock repairs
 it (:meth:`RunLog.repair`).  A bad line anywhere else is a ``RunFileError``
 naming the file, the line and the field.  A log of a million lines is read a
-block of lines per orjson call and a chunk of the file at a time, and a run
-that continues parses only what it needs (keys, the shape of each line).
+chunk of the file at a time, each line decoded straight into its record (msgspec),
+and a run that continues decodes only what it needs (keys, the shape of each line).
 """
 from __future__ import annotations
 
@@ -298,9 +298,22 @@ def _block(data: bytes, pos: int, stop: int, kind: type, keys_only: bool) -> lis
         lines = data[pos:stop - 1].split(b"\n")
         if keys_only:
             return list(map(operator.attrgetter(*record_shape(kind)[2]), map(decode, lines)))
-        return list(map(decode, lines))
+        records = list(map(decode, lines))
     except msgspec.DecodeError:  # a type msgspec will not take, or a line that is not JSON: the dict way decides
         return _dict_block(data, pos, stop, kind, keys_only)
+    for name in _shared_fields(kind):  # the same few texts on a million lines: one string each, not a million
+        texts = list(map(sys.intern, map(operator.attrgetter(name), records)))
+        for record, text in zip(records, texts):
+            setattr(record, name, text)
+    return records
+
+
+@functools.lru_cache(maxsize=None)
+def _shared_fields(kind: type) -> tuple[str, ...]:
+    """The text fields of ``kind`` whose values repeat across lines (labels, and an example's question and source
+    on every grid point), interned as they are read."""
+    names = record_shape(kind)[1]
+    return tuple(name for name in (*_SHARED, "query", "source") if name in names)
 
 
 @functools.lru_cache(maxsize=None)
