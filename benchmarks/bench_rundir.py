@@ -186,7 +186,7 @@ def main() -> None:
     load = os.getloadavg()
     print(f"load average at start: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; {os.cpu_count()} CPUs")
     results: dict[int, dict[str, tuple[float, float, str]]] = {}
-    for n in [int(s) for s in args.sizes.split(",")]:
+    for n in [int(s) for s in args.sizes.split(",") if s]:  # --sizes "": only --overhead
         run = args.dir / f"n{n}"
         if not (run / PREDICTIONS).is_file() or sum(1 for _ in open(run / PREDICTIONS, "rb")) != n:
             t0 = time.perf_counter()
