@@ -299,7 +299,8 @@ def _block(data: bytes, pos: int, stop: int, kind: type, keys_only: bool) -> lis
         if keys_only:
             return list(map(operator.attrgetter(*record_shape(kind)[2]), map(decode, lines)))
         records = list(map(decode, lines))
-    except msgspec.DecodeError:  # a type msgspec will not take, or a line that is not JSON: the dict way decides
+    except (msgspec.DecodeError, UnicodeDecodeError):  # a type it will not take, a line that is not JSON or not
+        # UTF-8: the dict way decides, and names the line
         return _dict_block(data, pos, stop, kind, keys_only)
     for name in _shared_fields(kind):  # the same few texts on a million lines: one string each, not a million
         texts = list(map(sys.intern, map(operator.attrgetter(name), records)))

@@ -188,14 +188,19 @@ def test_the_typed_decoder_and_the_dict_way_read_the_same_records_and_keys(tmp_p
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     log = RunLog(path, Prediction)
     typed, keys = log.read(), log.repair_keys()
-    calls = []
+    calls, typed_block = [], store._block
     monkeypatch.setattr(store, "_block", lambda *a: calls.append(1) or store._dict_block(*a))
     assert [r.as_dict() for r in typed] == [r.as_dict() for r in log.read()] and keys == log.repair_keys() and calls
     assert typed[1].meta == rich["meta"] and typed[1].chunk_scores == [0.5, None] and typed[1].score == 1
     assert typed[4].tokens_in == 120.0 and keys == [("t", str(i), "h") for i in range(6)]
+    monkeypatch.setattr(store, "_block", typed_block)
     path.write_text("\n".join(lines[:4] + [json.dumps({**rich, "score": True})] + lines[5:]) + "\n", encoding="utf-8")
     with pytest.raises(RunFileError, match=r"p\.jsonl:5: field 'score' must be a number"):
         RunLog(path, Prediction).repair_keys()
+    path.write_bytes(("\n".join(lines[:2]) + "\n").encode() + b'{"task": "\xff"}\n' + (lines[2] + "\n").encode())
+    for read in (RunLog(path, Prediction).read, RunLog(path, Prediction).repair_keys):  # not UTF-8: named, not a crash
+        with pytest.raises(RunFileError, match=r"p\.jsonl:3: not a JSON record"):
+            read()
 
 
 @pytest.mark.parametrize("name", ["built.jsonl", "built.jsonl.gz"])
