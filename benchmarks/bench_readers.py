@@ -98,10 +98,13 @@ def bench_cache(n: int, service_time_s: float) -> float:
 
 STUDY = Path(__file__).resolve().parents[1] / "experiments" / "configs" / "study_cpu.yaml"
 LEVAL, LITM = ("financial_qa", "natural_question"), ("litm_10docs_random", "kv_75")
+SUMM = "gov_report_summ"  # --summ: long outputs (256 new tokens), where decoding takes most of the time
 STUDY_READER = {"max_context": 4096}  # as study_cpu.yaml reads
 BACKENDS: dict[str, dict[str, Any]] = {
     "fp32": {"backend": "transformers", "dtype": "float32", "device": "cpu"},
     "bf16": {"backend": "transformers", "dtype": "bfloat16", "device": "cpu"},
+    # float32 as it was read before prompts were prefilled one at a time: a padded batch prefilled together
+    "fp32-padded": {"backend": "transformers", "dtype": "float32", "device": "cpu", "prefill_apart": False},
     "llama_cpp": {"backend": "llama_cpp"},
 }
 
@@ -127,18 +130,18 @@ def set_torch_threads(threads: int | None) -> None:
         torch.set_num_threads(threads)
 
 
-def slice_config(n_leval: int, n_litm: int, reader: dict[str, Any], n_kv: int = 1) -> Any:
+def slice_config(n_leval: int, n_litm: int, reader: dict[str, Any], n_kv: int = 1, n_summ: int = 0) -> Any:
     """The study's own task and compressor sections for the slice, with smaller limits and one reader."""
     import yaml
 
     from experiments.run.config import parse_config
 
     study = yaml.safe_load(STUDY.read_text(encoding="utf-8"))
-    limits = {"kv_75": n_kv, "litm_10docs_random": n_litm, **dict.fromkeys(LEVAL, n_leval)}
-    tasks = [{**t, "limit": limits[t["label"]]}
-             for t in study["tasks"] if t["label"] in LEVAL + LITM and limits[t["label"]] > 0]
+    limits = {"kv_75": n_kv, "litm_10docs_random": n_litm, SUMM: n_summ, **dict.fromkeys(LEVAL, n_leval)}
+    tasks = [{**t, "limit": limits[t["label"]]} for t in study["tasks"] if limits.get(t["label"], 0) > 0]
     bm25 = next(c for c in study["compressors"] if isinstance(c, dict) and c.get("name") == "retrieval")
-    compressors = ["full", {**bm25, "params": {**bm25["params"], "chunk_size": 200, "top_n": 7}, "tasks": list(LEVAL)}]
+    compressors = ["full", {**bm25, "params": {**bm25["params"], "chunk_size": 200, "top_n": 7},
+                            "tasks": [*LEVAL, SUMM] if n_summ else list(LEVAL)}]
     compressors[1].pop("zip", None)
     return parse_config({"name": "bench-readers", "tasks": tasks, "compressors": compressors, "readers": [reader],
                          "batch_size": 64}, str(STUDY))
@@ -276,13 +279,14 @@ def bench_speed(backends: list[str], rounds: int, n_decode: int, prompts: dict[s
               f"{max(run['peak_rss_mb'] for run in runs[b]):.0f} | {min(run['load_s'] for run in runs[b]):.1f} |")
 
 
-def read_slice(arm: str, n_leval: int, n_litm: int, n_kv: int, threads: int | None) -> tuple[dict[tuple[str, str, str], Any], float]:
+def read_slice(arm: str, n_leval: int, n_litm: int, n_kv: int, threads: int | None,
+               n_summ: int = 0) -> tuple[dict[tuple[str, str, str], Any], float]:
     """The slice read by one arm (``BACKEND@BATCH``) through the runner's worker, with an empty generation cache."""
     from experiments.run.plan import pending_units
     from experiments.run.worker import Worker
 
     backend, batch = arm.split("@") if "@" in arm else (arm, "1")
-    config = slice_config(n_leval, n_litm, reader_section(backend, int(batch), threads), n_kv)
+    config = slice_config(n_leval, n_litm, reader_section(backend, int(batch), threads), n_kv, n_summ)
     from core.paths import model_cache_root
 
     os.environ.setdefault("CTXCOMP_MODEL_CACHE_DIR", str(model_cache_root()))  # keep the converted model
@@ -303,21 +307,22 @@ def read_slice(arm: str, n_leval: int, n_litm: int, n_kv: int, threads: int | No
     return predictions, elapsed
 
 
-def bench_agreement(arms: list[str], n_leval: int, n_litm: int, n_kv: int, threads: int | None) -> None:
+def bench_agreement(arms: list[str], n_leval: int, n_litm: int, n_kv: int, threads: int | None,
+                    n_summ: int = 0) -> None:
     """Exact match and paired score difference of each arm against the first (float32, batch 1), a row per arm as
     soon as it is read."""
     from experiments.report.stats import format_delta, paired_delta
 
-    ref_preds, ref_s = read_slice(arms[0], n_leval, n_litm, n_kv, threads)
+    ref_preds, ref_s = read_slice(arms[0], n_leval, n_litm, n_kv, threads, n_summ)
     keys = sorted(ref_preds)
-    groups = {"all": keys, "L-Eval": [k for k in keys if k[0] in LEVAL], "LITM": [k for k in keys if k[0] in LITM]}
+    groups = {"all": keys, "L-Eval": [k for k in keys if k[0] in (*LEVAL, SUMM)], "LITM": [k for k in keys if k[0] in LITM]}
     print(f"agreement with {arms[0]} on the study slice ({len(keys)} predictions; score difference = arm - reference, "
           f"x 100, paired 95% interval, strata = tasks; {load_average()}):")
     print("| arm | slice wall s | speed-up | same prompts | exact match | score | difference (all) | "
           "difference (L-Eval) | difference (LITM) | load average |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for arm in arms:
-        preds, seconds = (ref_preds, ref_s) if arm == arms[0] else read_slice(arm, n_leval, n_litm, n_kv, threads)
+        preds, seconds = (ref_preds, ref_s) if arm == arms[0] else read_slice(arm, n_leval, n_litm, n_kv, threads, n_summ)
         same_prompt = sum(preds[k].prompt_hash == ref_preds[k].prompt_hash for k in keys) / len(keys)
         exact = sum(preds[k].prediction == ref_preds[k].prediction for k in keys) / len(keys)
         score = 100 * statistics.mean(preds[k].score for k in keys)
@@ -369,6 +374,7 @@ def main() -> None:
     p.add_argument("--leval", type=int, default=2, help="L-Eval questions per task in the slice")
     p.add_argument("--litm", type=int, default=3, help="Lost in the Middle 10-document questions (x 3 positions)")
     p.add_argument("--kv", type=int, default=1, help="75-key KV retrieval examples (x 3 positions)")
+    p.add_argument("--summ", type=int, default=0, help="gov_report_summ documents in the slice (256 new tokens)")
     p.add_argument("--speed-prompts", type=int, default=2, help="prompts per task for the speed measurement")
     p.add_argument("--threads", type=int, default=None,
                    help="threads for every backend (default: torch's default and llama.cpp's every core; "
@@ -389,7 +395,7 @@ def main() -> None:
     arms = [a for a in args.arms.split(",") if a]
     if arms:
         set_torch_threads(args.threads)
-        bench_agreement(arms, args.leval, args.litm, args.kv, args.threads)
+        bench_agreement(arms, args.leval, args.litm, args.kv, args.threads, args.summ)
     batching = [b for b in args.batching.split(",") if b]
     if batching:
         set_torch_threads(args.threads)

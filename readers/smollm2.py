@@ -102,7 +102,8 @@ class SmolLM2Reader(HFReader):
     """SmolLM2-135M-Instruct from the packaged GGUF file; the reader every offline run can use.
 
     ``backend='transformers'`` (the dequantized weights, ``dtype`` float32 on a CPU unless asked otherwise;
-    batched) or ``'llama_cpp'`` (the GGUF's own Q4_1 weights; ``n_threads``).  The backend and dtype are
+    batched; ``prefill_apart=False`` prefills a padded batch together, the slower way it was read before
+    (outputs are equal)) or ``'llama_cpp'`` (the GGUF's own Q4_1 weights; ``n_threads``).  The backend and dtype are
     part of ``identity``: different arithmetic gives different greedy outputs, so they never share a cache.
     """
 
@@ -117,6 +118,7 @@ class SmolLM2Reader(HFReader):
         batch_size: PositiveInt = 4,
         backend: Literal["transformers", "llama_cpp"] = "transformers",
         n_threads: PositiveInt | None = None,
+        prefill_apart: bool = True,
     ) -> None:
         self.backend = backend
         gguf = gguf_path()
@@ -130,7 +132,7 @@ class SmolLM2Reader(HFReader):
         else:
             folder, self.loaded_from_cache = converted_dir(gguf)
             super().__init__(str(folder), max_context=max_context, truncation=truncation, chat=chat, device=device,
-                             dtype=dtype, batch_size=batch_size)
+                             dtype=dtype, batch_size=batch_size, prefill_apart=prefill_apart)
         self.load_s = time.perf_counter() - start
 
     @property

@@ -33,6 +33,23 @@ def test_greedy_is_deterministic_and_batching_keeps_input_order(causal, tiny_cau
     assert [g.tokens_in for g in batched] == [len(causal.hf_tokenizer(p)["input_ids"]) for p in PROMPTS]
     assert all(0 < g.tokens_out <= 6 and g.ok and not g.truncated for g in batched)
     assert {g.meta["batch_size"] for g in batched} == {4, 1}
+    assert {g.meta["prefill"] for g in batched if g.meta["batch_size"] == 4} == {"apart"}
+
+
+def test_prefilling_apart_decodes_as_the_padded_batch_and_as_one_by_one(tiny_causal_dir, monkeypatch):
+    """Each prompt prefilled alone, its cache left-padded into the batch's: the same tokens as batch 1 and as
+    the padded prefill, over enough steps for any misplaced key, value or position to show."""
+    prompts = [" ".join(["river stone", "blue", "north wind"][: 1 + i % 3] * (1 + i)) for i in range(6)]
+    requests = [GenerationRequest(prompt=p, max_new_tokens=16) for p in prompts]
+    reader = HFReader(str(tiny_causal_dir), batch_size=6, device="cpu")
+    apart = reader.generate(requests)
+    assert {g.meta["prefill"] for g in apart} == {"apart"} and len({g.tokens_in for g in apart}) > 3
+    monkeypatch.setattr(HFReader, "_prefill_apart", lambda self, enc: None)
+    together = reader.generate(requests)
+    assert {g.meta["prefill"] for g in together} == {"together"}
+    alone = [reader.generate([r])[0] for r in requests]
+    assert [g.text for g in apart] == [g.text for g in together] == [g.text for g in alone]
+    assert all(g.tokens_out > 3 for g in apart)
 
 
 def test_truncation_bounds_the_input(causal):
