@@ -24,7 +24,10 @@
       each ``--arms`` reader (BACKEND@BATCH): the slice's wall time, the
       greedy outputs' exact-match rate against float32 batch 1, and the
       score difference with its paired 95% interval (experiments/report/stats.py).
-      (The study reads SmolLM2 at batch 4: ``fp32@4`` is what it does today.)
+      (The study reads SmolLM2 at batch 4: ``fp32@4`` is what it does today;
+      ``fp32-padded@4`` is the reader before it prefilled batch prompts apart.)
+      ``--summ N`` adds N gov_report_summ documents (256 new tokens each), where
+      decoding takes most of the time.
       The arm ``gemma3`` reads the slice with the second offline reader, so
       the two readers' scores are compared on the same prompts.
    c. Batching (``--batching``): the transformers backends read short study
@@ -32,7 +35,7 @@
 
 The machine's load average is printed with every section.  Usage:
 ``python benchmarks/bench_readers.py [--no-model | --model-only] [--backends fp32,bf16,llama_cpp]
-[--arms fp32@1,fp32@4,...] [--leval 3 --litm 4]``.
+[--arms fp32@1,fp32@4,...] [--leval 3 --litm 4 --summ 2]``.
 """
 from __future__ import annotations
 
