@@ -12,6 +12,9 @@ from core.registry import registries
 from experiments.cli.errors import plain_output, print_table, user_errors
 
 KINDS = ("tasks", "metrics", "compressors", "retrievers", "readers", "chunkers")
+TASK_SELECTION = ("Which questions a task section takes: `limit: N` keeps the first N questions of the file, in "
+                  "file order; `sample: {n: 48, seed: 0, by: document}` a seeded sample, dealt round-robin over "
+                  "documents (`by: none`: over questions alone), the sample of n a prefix of any larger one.")
 _HIDDEN_PARAMS = {"tokenizer", "reader", "size", "overlap", "cache", "sleep"}
 
 
@@ -67,5 +70,7 @@ def list_components(
         third = {"tasks": "settings", "metrics": "reference"}.get(k, "parameters (defaults)")
         header = ["name", "description", "budget", third] if k == "compressors" else ["name", "description", third]
         print_table(header, rows(k), plain=plain_output(plain), title=k)
+        if k == "tasks":
+            typer.echo(TASK_SELECTION)
         if kind is None:
             typer.echo("")

@@ -13,7 +13,7 @@ from typing import Callable
 from core.errors import UserError
 from core.text import count_words
 from experiments.data import long_formats
-from experiments.data.records import Example, render_litm_documents, render_litm_kv
+from experiments.data.records import Example, document_cluster, render_litm_documents, render_litm_kv
 from experiments.data.sources import DataError, Where, iter_records
 from indexes.types import Passage
 
@@ -59,12 +59,13 @@ def _leval(record: dict, where: Where, task: str | None) -> list[Example]:
         raise where.error("outputs", f"{len(outputs)} outputs for {len(instructions)} instructions")
     document = where.text(record, "input")
     evaluation = where.get(record, "evaluation", str, required=False)
+    cluster = document_cluster(document)  # L-Eval asks several questions of one document
     examples = []
     for i, (instruction, output) in enumerate(zip(instructions, outputs)):
         examples.append(
             Example(
                 id=f"{name}-{where.line}-{i}", task=name, query=instruction, context=document, answers=(output,),
-                length=_word_count(document), source=where.source,
+                length=_word_count(document), source=where.source, cluster=cluster,
                 # the reference's word count feeds L-Eval's length instruction (a prompt matter, see tasks)
                 meta={"evaluation": evaluation, "source": record.get("source"), "reference_words": len(output.split())},
             )

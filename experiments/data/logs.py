@@ -314,7 +314,7 @@ def _shared_fields(kind: type) -> tuple[str, ...]:
     """The text fields of ``kind`` whose values repeat across lines (labels, and an example's question and source
     on every grid point), interned as they are read."""
     names = record_shape(kind)[1]
-    return tuple(name for name in (*_SHARED, "query", "source") if name in names)
+    return tuple(name for name in (*_SHARED, "query", "source", "cluster") if name in names)
 
 
 @functools.lru_cache(maxsize=None)

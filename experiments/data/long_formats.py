@@ -21,7 +21,7 @@ from dataclasses import replace
 from typing import Any
 
 from core.text import count_words
-from experiments.data.records import Example
+from experiments.data.records import Example, document_cluster
 from indexes.types import Passage
 
 LETTERS = "ABCD"
@@ -42,7 +42,8 @@ def longbench_v2(record: dict, where: Any, task: str | None) -> list[Example]:
     meta.update({f"choice_{x}": where.get(record, f"choice_{x}", str) for x in LETTERS})
     meta["length_bucket"] = meta["length"]  # short / medium / long: the report's length table
     return [Example(id=where.get(record, "_id", str), task=name, query=where.text(record, "question"),
-                    context=context, answers=(answer,), length=count_words(context), source=where.source, meta=meta)]
+                    context=context, answers=(answer,), length=count_words(context), source=where.source, meta=meta,
+                    cluster=document_cluster(context))]
 
 
 def infinitebench(record: dict, where: Any, task: str | None) -> list[Example]:
@@ -62,7 +63,8 @@ def infinitebench(record: dict, where: Any, task: str | None) -> list[Example]:
     context = where.text(record, "context")
     return [Example(id=_id(record, where, "id"), task=name, query=where.get(record, "input", str), context=context,
                     answers=tuple(answers), lang="zh" if name.endswith("zh_qa") else "en",
-                    length=count_words(context), source=where.source, meta=meta)]
+                    length=count_words(context), source=where.source, meta=meta,
+                    cluster=document_cluster(context))]  # ∞Bench asks several questions of one book
 
 
 def _gold(ctx: dict) -> bool:

@@ -21,6 +21,10 @@ class Example:
     multi-document tasks, the passages rendered in order).  ``passages`` is
     set for multi-document tasks so compressors can treat each passage as a
     unit.  ``source`` is ``"path:line"`` so every score traces back to input.
+    ``cluster`` names the source document the example shares with others (L-Eval's several questions on one
+    document; the positions of one swept question): paired statistics resample and sign-flip whole clusters,
+    because questions on one document are not independent.  Left empty, it is the example's own id, and an
+    example derived with ``dataclasses.replace`` (a sweep position, a chunked copy) stays in its parent's cluster.
     """
 
     id: str
@@ -34,6 +38,19 @@ class Example:
     length: int = 0
     source: str = ""
     meta: dict = field(default_factory=dict, compare=False)
+    cluster: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.cluster:
+            object.__setattr__(self, "cluster", self.id)
+
+
+def document_cluster(text: str) -> str:
+    """The cluster key of every question asked on ``text``: a digest of the document itself, so questions that
+    share a document share a cluster whichever record, line or file they come from."""
+    import hashlib
+
+    return "doc:" + hashlib.blake2b(text.encode("utf-8"), digest_size=8).hexdigest()
 
 
 def render_litm_documents(passages: Iterable[Passage]) -> str:
@@ -164,6 +181,13 @@ class Prediction(Keyed):
     meta: dict[str, Any] = field(default_factory=dict)
     source: str = ""
     score_parts: dict[str, float] = field(default_factory=dict)
+    # the example's cluster (``Example.cluster``) when it is not the example's own id; empty: a cluster of one
+    cluster: str = ""
+
+    @property
+    def cluster_key(self) -> str:
+        """The cluster this prediction's example belongs to (its own id when it shares no document)."""
+        return self.cluster or self.id
 
     @property
     def context_seen(self) -> int:
@@ -215,7 +239,7 @@ class Judgement:
 
 
 # fields a line leaves out when they hold nothing (a run without a budget axis or compressor models writes none)
-_OMITTED_WHEN_EMPTY = {"Prediction": ("score_parts", "budget", "over_budget", "tokens_seen", "compress_calls",
+_OMITTED_WHEN_EMPTY = {"Prediction": ("score_parts", "cluster", "budget", "over_budget", "tokens_seen", "compress_calls",
                                       "compress_cache_hits", "compress_tokens_in", "compress_tokens_out",
                                       "compress_model_s", "embed_calls", "embed_texts", "embed_hits")}
 _KEPT_WHEN_ZERO = ("tokens_seen",)  # a reader that cut the whole context saw 0 tokens of it, which is not "none"

@@ -88,8 +88,14 @@ class RunConfig(_Strict):
         return Path(self.output_dir or f"runs/{safe_name(self.name)}")
 
     def same_run(self, other: "RunConfig") -> bool:
-        """Whether ``other`` asks for the same predictions (it may plan other contrasts, or another margin)."""
-        return self.model_copy(update={"contrasts": other.contrasts, "margin": other.margin}) == other
+        """Whether ``other`` asks for the same predictions, or more of them: it may plan other contrasts or
+        another margin, and a task's ``sample`` may have grown (a larger n of the same seed holds every
+        question of the smaller one, ``experiments.data.sampling``), which continues the run."""
+        if len(self.tasks) != len(other.tasks):
+            return False
+        tasks = [mine.model_copy(update={"sample": theirs.sample}) if _grown(mine, theirs) else mine
+                 for mine, theirs in zip(self.tasks, other.tasks)]
+        return self.model_copy(update={"contrasts": other.contrasts, "margin": other.margin, "tasks": tasks}) == other
 
     @field_validator("tasks", "readers")
     @classmethod
@@ -116,6 +122,12 @@ class RunConfig(_Strict):
         if dupes:
             raise ValueError(f"tasks {dupes} appear more than once; give each variant a distinct `label`")
         return tasks
+
+
+def _grown(mine: TaskConfig, theirs: TaskConfig) -> bool:
+    """Whether ``theirs`` draws a sample of the same seed and kind as ``mine``, of at least its size."""
+    a, b = mine.sample, theirs.sample
+    return a is not None and b is not None and (a.seed, a.by) == (b.seed, b.by) and b.n >= a.n
 
 
 def _format_validation_error(err: ValidationError, source: str) -> str:

@@ -5,6 +5,7 @@ from core.errors import UserError
 from core.registry import ComponentSpec
 from experiments.data.loaders import load_examples, load_hf
 from experiments.data.records import Example
+from experiments.data.sampling import draw_sample
 from experiments.run.config import TaskConfig
 from experiments.run.sharding import ShardPlan
 from experiments.tasks.specs import TaskSpec, get_task
@@ -19,8 +20,10 @@ def task_spec(task: TaskConfig) -> TaskSpec:
 def load_task_examples(task: TaskConfig, *, progress: bool = False, shards: ShardPlan | None = None) -> list[Example]:
     """Examples of one task, from a file, the Hugging Face hub or the project's own generator, swept if asked.
 
-    ``limit`` keeps the first N questions; an open-domain corpus is always the whole file.  ``shards``: how a
-    dense open-domain corpus is indexed (through embedding shards; None: as always).
+    ``limit`` keeps the first N questions; ``sample`` a seeded, nested sample of the whole pool
+    (``experiments.data.sampling``), taken before a sweep moves each question through its positions; an
+    open-domain corpus is always the whole file.  ``shards``: how a dense open-domain corpus is indexed
+    (through embedding shards; None: as always).
     """
     spec = task_spec(task)
     if task.file is not None:
@@ -32,6 +35,8 @@ def load_task_examples(task: TaskConfig, *, progress: bool = False, shards: Shar
         examples = _ruler_examples(spec, task)
     else:
         examples = _synthetic_examples(task)[: task.limit]
+    if task.sample is not None:
+        examples = draw_sample(examples, task.sample.n, seed=task.sample.seed, by=task.sample.by)
     if task.sweep is not None:
         examples = _sweep(spec, examples, task)
     if task.open_domain is not None:

@@ -131,7 +131,8 @@ def expand_grid(config: RunConfig) -> list[GridPoint]:
 def grid_manifest(config: RunConfig, grid: list[GridPoint]) -> dict[str, Any]:
     """``grid.json``: the run's tasks and grid points in config order (reports list rows in this order)."""
     return {
-        "tasks": [{"key": t.key, "name": t.name} for t in config.tasks],
+        "tasks": [{"key": t.key, "name": t.name, **({"sample": t.sample.model_dump()} if t.sample else {})}
+                  for t in config.tasks],
         "points": [
             {"config_hash": p.config_hash, "compressor": p.compressor.model_dump(mode="json", exclude={"zip"}),
              "reader": p.reader.model_dump(mode="json", exclude={"zip"}),

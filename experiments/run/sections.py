@@ -228,6 +228,16 @@ class ChunksConfig(_Strict):
     chunker: ComponentConfig = Field(default_factory=lambda: ComponentConfig(name="words"))
 
 
+class SampleConfig(_Strict):
+    """A seeded sample of a task's questions (``experiments.data.sampling``): ``by: document`` deals questions
+    round-robin over documents, ``by: none`` samples questions alone; the sample of ``n`` is a prefix of the
+    sample of any larger ``n`` with the same seed, so a run can grow without asking its reader again."""
+
+    n: PositiveInt
+    seed: int = 0
+    by: Literal["document", "none"] = "document"
+
+
 class TaskConfig(_Strict):
     """One task: which spec (prompt, metric, max new tokens) and where its examples come from."""
 
@@ -242,6 +252,7 @@ class TaskConfig(_Strict):
     ruler: RulerSource | None = None
     chunks: ChunksConfig | None = None
     limit: int | None = Field(None, gt=0)
+    sample: SampleConfig | None = None
     length_instruction: bool | None = None
     query_aware: bool = False
     prompt_fixes: bool = False
@@ -273,6 +284,12 @@ class TaskConfig(_Strict):
                              f"(got {given or 'none'})")
         if self.sweep is not None and self.open_domain is not None:
             raise ValueError(f"task {self.name!r}: a sweep and open_domain do not combine; use two tasks")
+        if self.sample is not None and self.limit is not None:
+            raise ValueError(f"task {self.name!r}: `limit` (the first N questions) and `sample` (a seeded sample of "
+                             "n) do not combine; keep one")
+        if self.sample is not None and self.ruler is not None:
+            raise ValueError(f"task {self.name!r}: `sample` draws from a file's questions; a generated RULER task "
+                             "sets its size with `ruler.n`")
         return self
 
 

@@ -257,6 +257,7 @@ class Worker:
             meta={k: v for k, v in ex.meta.items() if isinstance(v, (str, int, float, bool)) or v is None},
             source=ex.source,
             score_parts=dict(scored.parts),
+            cluster=ex.cluster if ex.cluster != ex.id else "",
         ))
         trace = compressed.trace if first is None else {**compressed.trace, "first_answer": first.text}
         result.traces.append(Trace(**keyed.fields(ex), compressor_identity=compressor.identity,

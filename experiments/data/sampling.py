@@ -1,0 +1,52 @@
+"""Seeded, nested samples of a task's questions: ``sample: {n: 48, seed: 0, by: document}``.
+
+``limit: N`` keeps the first N questions of a file, and an L-Eval file asks several questions of each
+document, so ``limit: 6`` can be five questions on one document: an interval over them says little about the
+task.  A sample instead puts the whole pool in one seeded order and keeps its first ``n``:
+
+- ``by: document`` orders the documents (``Example.cluster``) and the questions within each document, then
+  deals the questions round-robin: one question from every document before a second from any, so a sample of
+  n covers min(n, documents) documents;
+- ``by: none`` orders the questions alone (a plain seeded sample).
+
+Every order is a function of the seed and the example's id and cluster only (a keyed hash, not a random
+stream), so it does not depend on the file's order, the Python or numpy version, or ``n``: the sample of n is
+a prefix of the sample of any larger n with the same seed.  Growing n therefore adds questions and never drops
+one, and every generation a smaller sample made is reused.
+"""
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+from collections.abc import Sequence
+from itertools import zip_longest
+from typing import Literal, TypeVar
+
+from experiments.data.records import Example
+
+E = TypeVar("E", bound=Example)
+SampleBy = Literal["document", "none"]
+
+
+def _rank(seed: int, kind: str, key: str) -> bytes:
+    return hashlib.blake2b(f"{seed}\x00{kind}\x00{key}".encode("utf-8"), digest_size=8).digest()
+
+
+def sample_order(examples: Sequence[E], *, seed: int, by: SampleBy = "document") -> list[E]:
+    """Every example of the pool in sampling order; the sample of n is its first n."""
+    if by == "none":
+        return sorted(examples, key=lambda ex: _rank(seed, "question", ex.id))
+    groups: dict[str, list[E]] = defaultdict(list)
+    for ex in examples:
+        groups[ex.cluster].append(ex)
+    documents = sorted(groups, key=lambda doc: _rank(seed, "document", doc))
+    queues = [sorted(groups[doc], key=lambda ex: _rank(seed, "question", ex.id)) for doc in documents]
+    return [ex for round_ in zip_longest(*queues) for ex in round_ if ex is not None]
+
+
+def draw_sample(examples: Sequence[E], n: int, *, seed: int, by: SampleBy = "document") -> list[E]:
+    """The first ``n`` examples of ``sample_order`` (all of them when the pool is smaller)."""
+    return sample_order(examples, seed=seed, by=by)[:n]
+
+
+__all__ = ["SampleBy", "draw_sample", "sample_order"]
