@@ -45,6 +45,9 @@ class Cell:
     compress_s: float
     cache_hits: int
     answer_in_context: float | None = None
+    # the reader's own truncation: % of the cell's examples whose prompt it cut, and the mean context tokens it saw
+    reader_cut_pct: float = 0.0
+    tokens_seen: float = 0.0
     buckets: dict[str, float] = field(default_factory=dict)
     by_position: dict[str, float] = field(default_factory=dict)
     by_position_ci: dict[str, list[float]] = field(default_factory=dict)
@@ -186,6 +189,8 @@ def compute_cells(predictions: Sequence[Prediction], failures: Sequence[Failure]
             latency_s=_mean(r.latency_s for r in recs), compress_s=_mean(r.compress_s for r in recs),
             cache_hits=sum(1 for r in recs if r.cached),
             answer_in_context=round(100 * sum(in_context) / len(in_context), 2) if in_context else None,
+            reader_cut_pct=_pct([float(r.truncated) for r in recs]) if recs else 0.0,
+            tokens_seen=_mean(r.context_seen for r in recs),
             buckets={b: _pct(v) for b, v in sorted(buckets.items())},
             by_position={p: _pct(v) for p, v in sorted(positions.items(), key=lambda kv: pos_order(kv[0]))},
             by_position_ci={p: _interval(v) for p, v in sorted(positions.items(), key=lambda kv: pos_order(kv[0]))},
