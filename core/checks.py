@@ -98,6 +98,23 @@ def check_params(target: Any, params: Mapping[str, Any], *, what: str, injected:
             section.registry.check(item, injected=section.injected, where=what)
 
 
+def annotation_accepts(target: Any, name: str, value: Any) -> bool | None:
+    """Whether ``target``'s constructor annotation of ``name`` accepts ``value`` as it is (strict, as the check);
+    None when there is no annotation to ask (none given, unresolvable, or ``Any``).  A run config asks it to tell
+    a list that is one value (``retrievers: [...]``) from a list of values to try (a grid axis)."""
+    annotation = _annotations(target).get(name) if isinstance(target, type) else None
+    adapter = _adapter(annotation) if annotation is not None and annotation is not Any else None
+    if adapter is None:
+        return None
+    from pydantic import ValidationError
+
+    try:
+        adapter.validate_python(value)
+    except ValidationError:
+        return False
+    return True
+
+
 def _check_value(annotation: Any, value: Any, where: str) -> None:
     from pydantic import ValidationError
 
@@ -170,4 +187,4 @@ def describe(annotation: Any) -> str:
     return f"a {getattr(annotation, '__name__', str(annotation))}"
 
 
-__all__ = ["Nested", "accepted_keywords", "check_params", "constructor_parameters", "describe"]
+__all__ = ["Nested", "accepted_keywords", "annotation_accepts", "check_params", "constructor_parameters", "describe"]

@@ -127,9 +127,9 @@ class Worker:
         """(compressor, reader) row labels: the config's ``label`` when given, else the component's own ``label``;
         on a budget axis, the line's label and the budget (``truncate(middle) @512``)."""
         if point.budget is None:
-            compressor = point.compressor.label or self.compressor(point).label
+            compressor = point.row_label(point.compressor.label or self.compressor(point).label)
         else:
-            line = point.compressor.label or self.compressor(point).line_label
+            line = point.row_label(point.compressor.label or self.compressor(point).line_label)
             compressor = budget_row_label(line, point.budget.as_key())
         reader = point.reader.label or self.reader(point).label
         return compressor, reader
