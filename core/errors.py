@@ -24,6 +24,13 @@ class ParamError(UserError):
     """A component got a parameter it does not take, misses a required one, or got a bad value."""
 
 
+class PluginError(UserError):
+    """A plugin (a component from outside ctxcomp) cannot be used as configured: its module is not found or
+    fails to import, its class misses abstract methods, or its constructor refused the parameters with a
+    ``ValueError`` / ``TypeError``.  The CLI prints one line; ``ctxcomp --debug`` also prints the plugin's own
+    traceback (the exception this one was raised from)."""
+
+
 class ExampleFailure(RuntimeError):
     """This example could not be done, and another might: the runner records it as failed with this reason,
     never scores it, and ``--resume`` tries it again.  Any other exception stops the run."""
@@ -41,4 +48,4 @@ class RequestRejected(ExampleFailure):
     """A server refused this one request (HTTP 400, 413, 422, ...: too long, filtered); retrying cannot help."""
 
 
-__all__ = ["ExampleFailure", "ParamError", "RequestRejected", "TransientError", "UnknownComponentError", "UserError"]
+__all__ = ["ExampleFailure", "ParamError", "PluginError", "RequestRejected", "TransientError", "UnknownComponentError", "UserError"]

@@ -6,22 +6,34 @@ registered short name (a class, an object, or a lazy ``"module:attr"``
 string), an entry point of the group ``ctxcomp.<kind>``, or an import path
 ``"pkg.module:attr"`` given by the user; the base class is checked, a typo gets
 "did you mean", and duplicates are refused.
+
+A plugin is a component defined outside ctxcomp's own packages.  Its module is
+looked up as ``python -m`` would, the working directory included, and a
+plugin that cannot be used (not found, an abstract method missing, a
+constructor that refuses its parameters with ``ValueError`` / ``TypeError``)
+is one line naming it (``PluginError``), not a traceback.
 """
 from __future__ import annotations
 
 import difflib
+import importlib
+import inspect
+import os
 import pkgutil
 import sys
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any, Generic, TypeVar
 
 from core.checks import accepted_keywords, check_params
-from core.errors import ParamError, UnknownComponentError
+from core.errors import ParamError, PluginError, UnknownComponentError, UserError
 
 T = TypeVar("T")
+
+# ctxcomp's own top-level packages: a component defined anywhere else is a plugin
+OWN_PACKAGES = frozenset({"core", "indexes", "readers", "retrievers", "compressors", "experiments"})
 
 _ALL: dict[str, "Registry[Any]"] = {}
 
@@ -46,6 +58,7 @@ class Registry(Generic[T]):
         self.base = base
         self._entries: dict[str, Any] = {}
         self._entry_points_loaded = False
+        self._from_entry_points: set[str] = set()
         self._lock = threading.Lock()
         _ALL[kind] = self
 
@@ -96,7 +109,25 @@ class Registry(Generic[T]):
             raise UnknownComponentError(
                 f"{self.noun} {name!r} resolves to {resolved!r}, which is not a {self.base.__name__}"
             )
+        if isinstance(resolved, type) and inspect.isabstract(resolved):
+            missing = ", ".join(sorted(getattr(resolved, "__abstractmethods__", ())))
+            base = f" of {self.base.__name__}" if self.base is not None else ""
+            raise PluginError(f"{self.noun} {name!r} ({resolved.__module__}.{resolved.__qualname__}) does not "
+                              f"implement the abstract method(s) {missing}{base}; define them in the class")
         return resolved
+
+    def is_plugin(self, name: str) -> bool:
+        """Whether ``name`` comes from outside ctxcomp: an import path, an entry point, or a class defined in
+        another package (a class registered in code)."""
+        self._load_entry_points()
+        if name not in self._entries or name in self._from_entry_points:
+            return True
+        target = self._entries[name]
+        if isinstance(target, str):
+            return defined_outside(target.split(":", 1)[0])
+        if isinstance(target, type) or inspect.isfunction(target):
+            return defined_outside(target.__module__)
+        return False  # an object registered in code (a task spec, a metric): only a path or an entry point says plugin
 
     def items(self) -> list[tuple[str, Any]]:
         """(name, class or object) for every entry that can be imported, for listings."""
@@ -104,17 +135,14 @@ class Registry(Generic[T]):
         for name in self.names():
             try:
                 out.append((name, self.get(name)))
-            except UnknownComponentError:
+            except UserError:
                 continue
         return out
 
     def _resolve(self, name: str, target: Any) -> Any:
         if not isinstance(target, str):
             return target
-        try:
-            resolved = pkgutil.resolve_name(target)
-        except (ImportError, AttributeError, ValueError) as err:
-            raise UnknownComponentError(f"{self.noun} {name!r}: cannot import {target!r}: {err}") from err
+        resolved = import_target(target, f"{self.noun} {name!r}")
         with self._lock:
             if self._entries.get(name) == target:
                 self._entries[name] = resolved
@@ -126,6 +154,7 @@ class Registry(Generic[T]):
         self._entry_points_loaded = True
         for ep in entry_points(group=f"ctxcomp.{self.kind}"):
             self.add(ep.name, ep.value)
+            self._from_entry_points.add(ep.name)
 
     # -- building -----------------------------------------------------------
     def check(self, spec: Any, *, injected: Iterable[str] = (), where: str = "") -> Any:
@@ -140,12 +169,41 @@ class Registry(Generic[T]):
         return target
 
     def build(self, spec: Any, **injected: Any) -> Any:
-        """``get(name)(**params, **injected)`` after :meth:`check`; ``injected`` go only where declared."""
+        """``get(name)(**params, **injected)`` after :meth:`check`; ``injected`` go only where declared.
+
+        A plugin's constructor that refuses its parameters with ``ValueError`` or ``TypeError`` becomes a
+        ``PluginError`` naming the plugin and the parameters (the original is its cause, for ``--debug``);
+        the same from one of ctxcomp's own components is a bug and keeps its traceback."""
         spec = ComponentSpec.parse(spec, self.noun)
         target = self.check(spec, injected=injected)
         accepted = accepted_keywords(target)
         given = {k: v for k, v in injected.items() if accepted is None or k in accepted}
-        return target(**spec.params, **given)
+        try:
+            return target(**spec.params, **given)
+        except PluginError as err:  # a plugin nested in this section: the message names the path to it
+            raise PluginError(f"{self.noun} {spec.name!r} > {err}") from err
+        except UserError:
+            raise
+        except (ValueError, TypeError) as err:
+            if not defined_outside(getattr(target, "__module__", None)):
+                raise
+            shown = repr(dict(spec.params))
+            shown = f"params {shown if len(shown) <= 200 else shown[:197] + '...'}" if spec.params else "no params"
+            raise PluginError(f"{self.noun} {spec.name!r} with {shown}: {type(err).__name__} in __init__: "
+                              f"{' '.join(str(err).split())}") from err
+
+    def walk(self, spec: Any, where: str = "") -> Iterator[tuple["Registry[Any]", "ComponentSpec", str]]:
+        """(registry, section, where) for this section and every component section nested in its parameters
+        (the ``nested`` declarations), depth first; names are resolved, nothing is built."""
+        spec = ComponentSpec.parse(spec, where or self.noun)
+        where = f"{where + ' > ' if where else ''}{self.noun} {spec.name!r}"
+        yield self, spec, where
+        for param, section in (getattr(self.get(spec.name), "nested", None) or {}).items():
+            value = spec.params.get(param)
+            if value is None:
+                continue
+            for item in value if section.many and isinstance(value, (list, tuple)) else [value]:
+                yield from section.registry.walk(item, where)
 
     def __repr__(self) -> str:
         return f"Registry({self.kind!r})"
@@ -168,6 +226,55 @@ def _resolves_to(lazy: str, target: Any) -> bool:
         return pkgutil.resolve_name(lazy) is target
     except (ImportError, AttributeError, ValueError):
         return False
+
+
+def defined_outside(module: str | None) -> bool:
+    """Whether a module is not one of ctxcomp's own (so what it defines is a plugin)."""
+    return bool(module) and module.split(".", 1)[0] not in OWN_PACKAGES
+
+
+def import_target(path: str, what: str) -> Any:
+    """The object behind ``"pkg.module:attr"``, looked up as ``python -m`` would: installed packages and
+    ``PYTHONPATH`` first, then the working directory (added to ``sys.path`` when the module is found there,
+    so the plugin's own imports of its siblings work too).
+
+    A module found nowhere is one line saying where it was looked for; a module that was found but whose own
+    import failed (a dependency missing, a syntax error) is one line naming it and the reason.
+    """
+    module = path.split(":", 1)[0]
+    try:
+        return pkgutil.resolve_name(path)
+    except ModuleNotFoundError as err:
+        if not _is_the_module(err, module):
+            error = PluginError if defined_outside(module) else UnknownComponentError
+            raise error(f"{what}: cannot import {path!r}: its module was found, but importing it failed: {err}") from err
+        first = err
+    except SyntaxError as err:
+        raise PluginError(f"{what}: cannot import {path!r}: {err.filename}:{err.lineno}: {err.msg}") from err
+    except (ImportError, AttributeError, ValueError) as err:
+        raise UnknownComponentError(f"{what}: cannot import {path!r}: {err}") from err
+    here = os.getcwd()
+    if not any(os.path.abspath(entry or ".") == here for entry in sys.path):
+        sys.path.append(here)
+        importlib.invalidate_caches()
+        try:
+            return import_target(path, what)
+        except UnknownComponentError:
+            sys.path.remove(here)
+            raise
+    pythonpath = os.environ.get("PYTHONPATH")
+    raise UnknownComponentError(
+        f"{what}: cannot import {path!r}: {first}; looked in the installed packages of {sys.prefix}, "
+        f"{'on PYTHONPATH ' + repr(pythonpath) if pythonpath else 'PYTHONPATH is not set'}, and in the working "
+        f"directory {here}; run from the folder that holds {module.split('.', 1)[0]!r}, add that folder to "
+        "PYTHONPATH, or install the package"
+    ) from first
+
+
+def _is_the_module(err: ModuleNotFoundError, module: str) -> bool:
+    """Whether ``err`` says ``module`` itself (or a package above it) is missing, not something it imports."""
+    missing = err.name or ""
+    return missing == module or module.startswith(missing + ".")
 
 
 # ---------------------------------------------------------------- specs and parameters
@@ -209,4 +316,4 @@ class ComponentSpec:
         return ComponentSpec(self.name, {**self.params, **params}, self.label) if params else self
 
 
-__all__ = ["ComponentSpec", "Registry", "SpecLike", "registries"]
+__all__ = ["OWN_PACKAGES", "ComponentSpec", "Registry", "SpecLike", "defined_outside", "import_target", "registries"]

@@ -9,6 +9,7 @@ import typer
 from experiments.cli.build import build_kv, build_m4le, build_ruler, build_sweep
 from experiments.cli.curve import curve
 from experiments.cli.data import data_app
+from experiments.cli.errors import set_debug
 from experiments.cli.judge import judge
 from experiments.cli.listing import list_components
 from experiments.cli.quickstart import quickstart
@@ -39,8 +40,11 @@ def _version(value: bool) -> None:
 def root(
     show_version: Optional[bool] = typer.Option(None, "--version", callback=_version, is_eager=True,
                                                 help="Print the version and exit."),
+    debug: bool = typer.Option(False, "--debug", help="Print the traceback of an error too (a plugin's, a "
+                                                      "config's); also CTXCOMP_DEBUG=1."),
 ) -> None:
     """Retrieval- and summary-based context compression for long-context LLM evaluation."""
+    set_debug(debug)
 
 
 app.command("quickstart")(quickstart)

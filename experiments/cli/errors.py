@@ -4,16 +4,18 @@ from __future__ import annotations
 import contextlib
 import errno
 import functools
+import os
 import signal
 import sqlite3
 import sys
 import threading
+import traceback
 from collections.abc import Iterator
 from typing import Callable, TypeVar
 
 import typer
 
-from core.errors import UserError
+from core.errors import PluginError, UserError
 from core.files import disk_error
 from core.paths import cache_root
 
@@ -27,6 +29,19 @@ USER_ERRORS: tuple[type[BaseException], ...] = (
 
 DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
 
+_debug = False
+
+
+def set_debug(on: bool) -> None:
+    """``ctxcomp --debug``: a user's mistake is still one line, printed after its traceback."""
+    global _debug
+    _debug = on
+
+
+def debugging() -> bool:
+    """``--debug`` was given, or ``CTXCOMP_DEBUG`` is set (for a run started from a script)."""
+    return _debug or bool(os.environ.get("CTXCOMP_DEBUG"))
+
 
 def user_errors(func: F) -> F:
     @functools.wraps(func)
@@ -35,7 +50,12 @@ def user_errors(func: F) -> F:
             return func(*args, **kwargs)
         except USER_ERRORS as err:
             msg = err.args[0] if isinstance(err, KeyError) and err.args else err
-            typer.echo(f"error: {one_line(str(msg))}", err=True)
+            hint = ""
+            if debugging():
+                traceback.print_exception(err, file=sys.stderr)
+            elif isinstance(err, PluginError) and err.__cause__ is not None:
+                hint = " (`ctxcomp --debug ...` prints the plugin's traceback)"
+            typer.echo(f"error: {one_line(str(msg))}{hint}", err=True)
             raise typer.Exit(2) from None
         except OSError as err:  # a write deep inside a library (a plot, a model file) on a full or read-only disk
             if err.errno not in DISK_ERRNOS:
