@@ -14,7 +14,7 @@ from experiments.cli.judge import judge
 from experiments.cli.listing import list_components
 from experiments.cli.quickstart import quickstart
 from experiments.cli.retrieve import chunk, retrieve
-from experiments.cli.run import compare, report, run, show
+from experiments.cli.run import compare, report, rescore, run, show
 from experiments.cli.score import score
 from experiments.cli.view import view
 
@@ -50,6 +50,7 @@ def root(
 app.command("quickstart")(quickstart)
 app.command("run")(run)
 app.command("report")(report)
+app.command("rescore")(rescore)
 app.command("compare")(compare)
 app.command("show")(show)
 app.command("view")(view)

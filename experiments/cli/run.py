@@ -171,6 +171,31 @@ def report(
 
 
 @user_errors
+def rescore(
+    run_dir: Path = typer.Argument(..., help="A run directory written by `ctxcomp run`."),
+    metric: Optional[str] = typer.Option(None, "--metric", help="Score with this metric (`ctxcomp list metrics`); "
+                                         "default: each prediction's own, as the run scored it."),
+    task: List[str] = typer.Option([], "--task", help="Only this task's predictions (its key in the report; "
+                                   "repeatable; default: every task)."),
+    plots: bool = typer.Option(True, "--plots/--no-plots"),
+    plain: bool = typer.Option(False, "--plain", help="Plain Markdown tables (the default when stdout is not a terminal)."),
+) -> None:
+    """Score a run's predictions again (another metric, or a fixed one), with no model call.
+
+    The new scores and their report go to RUN_DIR/rescored/NAME/ (NAME: the metric, or run-metrics, with the
+    tasks when --task is given); the run's own files are never written.
+    """
+    from experiments.report.cells import load_run
+    from experiments.run.rescore import rescore as rescore_run
+
+    done = rescore_run(run_dir, metric, task, plots=plots)
+    for key, row in done.tasks.items():
+        typer.echo(f"{key}: {row['items']} prediction(s) scored with {row['metric']} (the run used {row['from']}); "
+                   f"{row['changed']} item score(s) differ from the run's")
+    print_scores(load_run(done.out_dir), plain=plain_output(plain))
+
+
+@user_errors
 def compare(
     run_a: Path = typer.Argument(...),
     run_b: Path = typer.Argument(...),

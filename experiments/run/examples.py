@@ -1,6 +1,8 @@
 """The examples of one task of a run config: from a file, the hub or a generator, then swept or retrieved for."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from core.errors import UserError
 from core.registry import ComponentSpec
 from experiments.data.loaders import load_examples, load_hf
@@ -12,8 +14,10 @@ from experiments.tasks.specs import TaskSpec, get_task
 
 
 def task_spec(task: TaskConfig) -> TaskSpec:
-    """The task's spec with the config's opt-in prompt fixes applied."""
+    """The task's spec with the config's opt-in prompt fixes and its own ``metric`` applied."""
     spec = get_task(task.name)
+    if task.metric is not None:
+        spec = replace(spec, metric=task.metric)
     return spec.with_fixes() if task.prompt_fixes else spec
 
 

@@ -238,6 +238,14 @@ class SampleConfig(_Strict):
     by: Literal["document", "none"] = "document"
 
 
+def _known_metric(name: str) -> str:
+    """A metric's name when the metric registry knows it; otherwise its one line with the closest names."""
+    from experiments.scoring.registry import get_metric
+
+    get_metric(name)
+    return name
+
+
 class TaskConfig(_Strict):
     """One task: which spec (prompt, metric, max new tokens) and where its examples come from."""
 
@@ -257,6 +265,8 @@ class TaskConfig(_Strict):
     query_aware: bool = False
     prompt_fixes: bool = False
     max_new_tokens: int | None = Field(None, gt=0)
+    # scores with this metric (a name from `ctxcomp list metrics`) instead of the task's own
+    metric: Annotated[str, AfterValidator(_known_metric)] | None = None
     sweep: SweepConfig | None = None
     open_domain: OpenDomainConfig | None = None
 

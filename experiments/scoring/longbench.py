@@ -113,7 +113,7 @@ def rouge_l_zh(prediction: str, ground_truth: str, *, all_classes: Sequence[str]
     return _rouge_package_l_f(" ".join(_jieba_words(prediction)), " ".join(_jieba_words(ground_truth)))
 
 
-@metric("classification", reference="LongBench metrics.py classification_score")
+@metric("classification", reference="LongBench metrics.py classification_score", uses_classes=True)
 def classification(prediction: str, ground_truth: str, *, all_classes: Sequence[str] = ()) -> float:
     """LongBench ``classification_score`` (trec, lsht), quirks included.
 

@@ -32,7 +32,8 @@ class Metric:
     mean of each part.  Without them a dataset score is the mean item score.
     ``item``: where a reference scores an item on all its answers at once
     (RULER's share of the answers found), ``item(prediction, answers)``
-    replaces the max over answers.
+    replaces the max over answers.  ``uses_classes``: the metric reads the example's class list
+    (``all_classes``), which lives in the data, not in a prediction line.
     """
 
     name: str
@@ -42,6 +43,7 @@ class Metric:
     aggregate_parts: Callable[[Mapping[str, float]], float] | None = None
     doc: str = field(default="", compare=False)
     item: ItemFn | None = None
+    uses_classes: bool = False
 
     def __call__(self, prediction: str, ground_truth: str, *, all_classes: Sequence[str] = ()) -> float:
         return self.score(prediction, ground_truth, all_classes=all_classes)
@@ -52,11 +54,12 @@ METRICS: Registry[Metric] = Registry("metrics", Metric)
 
 def metric(name: str, *, reference: str, parts: PartsFn | None = None,
            aggregate_parts: Callable[[Mapping[str, float]], float] | None = None,
-           item: ItemFn | None = None) -> Callable[[Callable[..., float]], Metric]:
+           item: ItemFn | None = None, uses_classes: bool = False) -> Callable[[Callable[..., float]], Metric]:
     """Register a scoring function as the metric ``name``; the decorated name becomes the ``Metric``."""
 
     def wrap(fn: Callable[..., float]) -> Metric:
-        made = Metric(name, fn, reference, parts, aggregate_parts, (fn.__doc__ or "").strip().split("\n")[0], item)
+        made = Metric(name, fn, reference, parts, aggregate_parts, (fn.__doc__ or "").strip().split("\n")[0], item,
+                      uses_classes)
         METRICS.add(name, made)
         return made
 
