@@ -143,9 +143,18 @@ def print_scores(data, *, plain: bool = True) -> None:
 
     run_dir = data.run_dir
     print_table(*score_table(data.cells, data.items()), plain=plain)
+    print_warnings(data)
     plots = sorted((Path(run_dir) / "plots").glob("*")) if (Path(run_dir) / "plots").is_dir() else []
     typer.echo(f"report: {Path(run_dir) / 'report.md'}" + (f"; {len(plots)} plot file(s) in {Path(run_dir) / 'plots'}"
                                                            if plots else ""))
+
+
+def print_warnings(data) -> None:
+    """What a reader of the scores must know first, on stderr: one line per (reader, task) whose window cut `full`."""
+    from experiments.report.truncation import truncation_warnings
+
+    for line in truncation_warnings(data.predictions):
+        typer.echo(f"warning: {line}", err=True)
 
 
 @user_errors
@@ -163,6 +172,7 @@ def report(
     typer.echo(md)
     for p in paths:
         typer.echo(f"wrote {p}")
+    print_warnings(data)
     if view:
         from experiments.cli.view import load_contexts
         from experiments.report.view import write_view

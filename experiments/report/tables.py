@@ -78,7 +78,7 @@ def score_table(cells: Sequence[Cell], items: dict[tuple[str, str], dict[str, fl
         row = [reader, comp]
         for t in tasks:
             c = by_key.get((reader, comp, t))
-            row.append(_fmt(c.score, c.paired or _bare(c), c.delta_vs_full) if c else "")
+            row.append(_fmt(c.score, c.paired or _bare(c), c.delta_vs_full) + cut_mark(c) if c else "")
         if len(tasks) > 1:
             groups = [[c for c in cells if c.reader == reader and c.compressor == comp and c.category == cat] for cat in categories]
             groups.append([c for c in cells if c.reader == reader and c.compressor == comp])
@@ -98,6 +98,11 @@ def score_table(cells: Sequence[Cell], items: dict[tuple[str, str], dict[str, fl
                             + (_over(len(tasks_of[(reader, comp)])) if partial else "")) if group else "")
         body.append(row)
     return header, body
+
+
+def cut_mark(c: Cell) -> str:
+    """`` [reader cut 60%]`` after a score when the reader's own window cut some of the cell's prompts."""
+    return f" [reader cut {c.reader_cut_pct:.0f}%]" if c.reader_cut_pct > 0 else ""
 
 
 def _over(n: int) -> str:
@@ -175,17 +180,19 @@ def _fmt_delta(pd: PairedDelta | None) -> str:
 
 
 def efficiency_table(cells: Sequence[Cell]) -> Table:
-    """One row per task and configuration: compression ratio, tokens, cost, latency."""
+    """One row per task and configuration: compression ratio, tokens, the share of examples the reader's own
+    window cut and the context tokens it saw, cost, latency."""
     header = [
         "task", "reader", "compressor", "config", "n", "failed", "ratio (in/out)", "ctx tokens in", "ctx tokens out",
-        "answer in ctx %", "reader tokens in", "reader tokens out", "cost $", "latency s", "compress s", "cache hits",
+        "reader cut %", "ctx tokens seen", "answer in ctx %", "reader tokens in", "reader tokens out", "cost $",
+        "latency s", "compress s", "cache hits",
     ]
     body = []
     for c in sorted(cells, key=lambda c: (c.order[1], c.order[0])):
         body.append([
             c.task, c.reader, c.compressor, c.config_hash, str(c.n), str(c.n_failed),
             f"{c.tokens_in / c.tokens_out:.2f}" if c.tokens_out else "—", f"{c.tokens_in:.0f}", f"{c.tokens_out:.0f}",
-            "" if c.answer_in_context is None else f"{c.answer_in_context:.1f}",
+            f"{c.reader_cut_pct:.0f}", f"{c.tokens_seen:.0f}", "" if c.answer_in_context is None else f"{c.answer_in_context:.1f}",
             f"{c.reader_tokens_in:.0f}", f"{c.reader_tokens_out:.1f}", f"{c.cost_usd:.4f}", f"{c.latency_s:.3f}",
             f"{c.compress_s:.3f}", str(c.cache_hits),
         ])

@@ -62,6 +62,7 @@ def _cell_json(c: Cell, run: str, flips: dict[str, int]) -> dict[str, Any]:
             "score": c.score, "n": c.n, "n_failed": c.n_failed, "is_full": c.is_full, "run": run,
             "delta": c.delta_paired, "ci": c.delta_ci95, "p": c.p_value, "n_paired": c.n_paired,
             "ratio": c.ratio, "tokens_in": c.tokens_in, "tokens_out": c.tokens_out, "latency_s": c.latency_s,
+            "cut": c.reader_cut_pct, "tokens_seen": c.tokens_seen,
             "lost": flips.get("lost", 0), "gained": flips.get("gained", 0)}
 
 

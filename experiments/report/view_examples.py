@@ -21,7 +21,7 @@ from core.errors import UserError
 from experiments.data.records import Example, Failure, Judgement, Prediction, RecordKey, Trace
 from experiments.data.store import RunDir
 from experiments.report.cells import Cell, RunData, load_traces
-from experiments.report.view_spans import arm_detail
+from experiments.report.view_spans import arm_detail, ranked_units
 
 # An item score at or above this is "right": flips compare right/wrong between the full arm and another arm.
 RIGHT = 0.5
@@ -156,7 +156,8 @@ def _arm(side: RunSide, files: RunDir, example: Example | None, points: Mapping[
     arm.update(prediction=pred.prediction, score=pred.score, metric=pred.metric, prompt_hash=pred.prompt_hash,
                tokens_in=pred.tokens_in, tokens_out=pred.tokens_out, reader_tokens_in=pred.reader_tokens_in,
                reader_tokens_out=pred.reader_tokens_out, latency_s=pred.latency_s, compress_s=pred.compress_s,
-               cost_usd=pred.cost_usd, truncated=pred.truncated, answer_in_context=pred.answer_in_context,
+               cost_usd=pred.cost_usd, truncated=pred.truncated, tokens_seen=pred.context_seen,
+               answer_in_context=pred.answer_in_context,
                cached=pred.cached, judgements=_judgements(side.judgements.get(pred.key, [])))
     return arm
 
@@ -194,8 +195,11 @@ def task_blocks(sides: Sequence[RunSide], cells: Sequence[Cell],
                             "block": f"ex-{t}-{j}"})
             for r in a_preds:
                 base = full_score.get((task, ex_id, r.reader))
-                rows.append({"e": j, "c": main.cell_index[(task, r.config_hash)], "s": r.score, "p": r.prediction,
-                             "v": flip_of.get(r.key, ""), "d": None if base is None else round(r.score - base, 4)})
+                row = {"e": j, "c": main.cell_index[(task, r.config_hash)], "s": r.score, "p": r.prediction,
+                       "v": flip_of.get(r.key, ""), "d": None if base is None else round(r.score - base, 4)}
+                if r.truncated:
+                    row["t"] = 1  # the reader's window cut this prompt
+                rows.append(row)
             for f in a_fails:
                 rows.append({"e": j, "c": main.cell_index.get((task, f.config_hash)), "s": None,
                              "f": f"{f.stage}: {f.reason}"})
@@ -245,22 +249,37 @@ def _trace_text(trace: Trace) -> str:
     """The compressor's intermediates, readable: rankings with scores, summaries chunk by chunk."""
     lines = []
     inner: dict[str, Any] = trace.trace or {}
-    ranking = inner.get("ranking")
+    ranking = ranked_units(inner.get("ranking"))
     if ranking:
         kept = set(trace.kept_chunks or ())
-        lines.append(f"ranking ({len(ranking)} units, * = kept):")
+        lines.append(f"ranking ({len(ranking)} units, best first" + (", * = kept):" if kept else "):"))
         for i, (unit, score) in enumerate(ranking[:MAX_RANKING]):
             score_text = "" if score is None else f"{score:.4f}"
-            lines.append(f"  {i + 1:>3}. {'*' if unit in kept else ' '} {unit}  {score_text}")
+            lines.append(f"  {i + 1:>3}. {'*' if unit in kept else ' '} {unit}  {score_text}".rstrip())
         if len(ranking) > MAX_RANKING:
             lines.append(f"  ... {len(ranking) - MAX_RANKING} more")
     for s in inner.get("summaries") or ():
         lines.append(f"summary of {s['chunk_id']} ({s.get('tokens_out', '?')} tokens): {s['summary']}")
-    rest = {k: v for k, v in inner.items() if k not in ("ranking", "summaries")}
+    shown = ("summaries",) + (("ranking",) if ranking else ())
+    rest = {k: v for k, v in inner.items() if k not in shown}
     if rest:
         lines.append(json.dumps(rest, ensure_ascii=False, default=str))
     lines.append(f"compressor: {trace.compressor_identity}")
     return "\n".join(lines)
+
+
+def _kept_text(r: Prediction) -> str:
+    if r.kept_chunks:
+        return f"{len(r.kept_chunks)} unit(s): {', '.join(r.kept_chunks)}"
+    if (r.compressor_kind or r.compressor) == "full":
+        return "the whole context"
+    return "no units recorded (this compressor keeps text, not units: see its trace)"
+
+
+def cut_text(r: Prediction) -> str:
+    """What the reader's own truncation did to one prediction's prompt, in words."""
+    return (f"cut by the reader's window: it saw {r.context_seen} of the {r.tokens_out} context tokens the "
+            f"compressor kept ({r.reader_tokens_in} prompt tokens read)")
 
 
 def show_example(run_dir: str | Path, example_id: str, *, config_hash: str | None = None) -> str:
@@ -280,8 +299,9 @@ def show_example(run_dir: str | Path, example_id: str, *, config_hash: str | Non
         head = (f"=== {r.task} | {r.compressor} | {r.reader} | config {r.config_hash} | "
                 f"example {r.id} ({r.source}) ===\n")
         parts = [head, _block("question", r.query), _block("answers", "\n".join(r.answers))]
-        parts.append(_block("kept", f"{len(r.kept_chunks)} unit(s): {', '.join(r.kept_chunks) or '(the whole context)'}; "
-                                    f"tokens {r.tokens_in} -> {r.tokens_out}"))
+        parts.append(_block("kept", f"{_kept_text(r)}; tokens {r.tokens_in} -> {r.tokens_out}"))
+        if r.truncated:
+            parts.append(_block("reader", cut_text(r)))
         trace = traces.get(r.key)
         parts.append(_block("trace", _trace_text(trace) if trace else "(no trace recorded)"))
         prompt_file = files.prompt_path(r.prompt_hash)

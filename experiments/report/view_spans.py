@@ -23,6 +23,7 @@ from experiments.data.records import Example, Prediction, Trace
 DEFAULT_CHUNKER = "longbench"
 DEFAULT_CHUNK_SIZE = 500  # the retrieval and summarize compressors' default
 _WORD = re.compile(r"\S+")
+LINGUA_LOOKAHEAD = 200  # context words searched for the next kept word before it counts as a fragment
 
 
 def passage_offsets(example: Example) -> list[int | None]:
@@ -80,19 +81,41 @@ def unit_spans(example: Example, kind: str, params: Mapping[str, Any], trace: Ma
     return {c.chunk_id: (c.start, c.end) for c in chunker.split(example.context, doc_id=str(example.id))}
 
 
+def ranked_units(ranking: Any) -> list[tuple[str, float | None]] | None:
+    """A trace's ranking as ``(unit, score)`` rows, best first; None when it is not a ranking.
+
+    Retrieval, its hybrid and rerank retrievers and ``top_k`` keep ``[unit id, score]`` pairs (``top_k``'s score
+    may be null); LongLLMLingua keeps the bare indices of its documents, best first, with no score: those read
+    ``document i`` (0-based, in the example's order)."""
+    if not isinstance(ranking, list):
+        return None
+    rows: list[tuple[str, float | None]] = []
+    for entry in ranking:
+        if isinstance(entry, (list, tuple)) and len(entry) == 2 and isinstance(entry[0], (str, int)):
+            unit, score = entry
+        elif isinstance(entry, (str, int)) and not isinstance(entry, bool):
+            unit, score = entry, None
+        else:
+            return None
+        unit = f"document {unit}" if isinstance(unit, int) and not isinstance(unit, bool) else str(unit)
+        rows.append((unit, float(score) if isinstance(score, (int, float)) and not isinstance(score, bool) else None))
+    return rows
+
+
 def lingua_spans(context: str, kept_text: str) -> list[tuple[int, int]]:
     """The context's words that LongLLMLingua kept: its kept text aligned word by word, in order (a kept word
-    that is only part of a context word marks that word)."""
-    kept = [m.group() for m in _WORD.finditer(kept_text)]
+    that is only part of a context word marks that word).  LongLLMLingua drops tokens, so a kept "word" may be
+    pieces of several; one found in none of the next ``LINGUA_LOOKAHEAD`` context words is passed over."""
+    words = list(_WORD.finditer(context))
     out: list[tuple[int, int]] = []
-    j = 0
-    for m in _WORD.finditer(context):
-        if j >= len(kept):
-            break
-        word = m.group()
-        if word == kept[j] or (len(kept[j]) > 2 and kept[j] in word):
-            out.append((m.start(), m.end()))
-            j += 1
+    at = 0
+    for kept in (m.group() for m in _WORD.finditer(kept_text)):
+        for i in range(at, min(len(words), at + LINGUA_LOOKAHEAD)):
+            word = words[i].group()
+            if word == kept or (len(kept) > 2 and kept in word):
+                out.append((words[i].start(), words[i].end()))
+                at = i + 1
+                break
     merged: list[tuple[int, int]] = []
     for s, e in out:  # neighbours separated by whitespace only become one span
         if merged and not context[merged[-1][1]:s].strip():
@@ -183,14 +206,15 @@ def arm_detail(example: Example | None, pred: Prediction | None, trace: Trace | 
         if missing:
             out["note"] = f"{len(missing)} kept unit(s) not located in the context: {', '.join(missing[:5])}"
     ranking = inner.pop("ranking", None)
-    if isinstance(ranking, list) and ranking and all(isinstance(r, list) and len(r) == 2 for r in ranking):
+    ranked = ranked_units(ranking)
+    if ranked:
         kept, rows, first = set(kept_ids), [], None
-        for i, (unit, score) in enumerate(ranking):
-            span = spans.get(str(unit))
+        for i, (unit, score) in enumerate(ranked):
+            span = spans.get(unit)
             bearing = bool(span and answers and _bearing(example, *span, tuple(answers)))
             if bearing and first is None:
                 first = i + 1
-            rows.append([str(unit), score, str(unit) in kept, bearing if span else None])
+            rows.append([unit, score, unit in kept, bearing if span else None])
         out["ranking"], out["first_answer_rank"] = rows, first
     elif ranking is not None:
         inner["ranking"] = ranking

@@ -44,17 +44,19 @@ def write_scores(run_dir: Path, cells: Sequence[Cell]) -> None:
     for j in judged_cells(run_dir):
         judged[(j.task, j.config_hash)].append({"protocol": j.protocol, "against": j.against, "judge": j.judge,
                                                 "value": j.value, "ci95": list(j.ci95), "n": j.n,
-                                                "n_failed": j.n_failed, "n_one_order": j.n_one_order})
+                                                "n_failed": j.n_failed, "n_one_order": j.n_one_order,
+                                                "n_helmet_scores": j.n_helmet_scores})
     rows = [_json_safe({**asdict(c), "judged": judged.get((c.task, c.config_hash), [])}) for c in cells]
     write_atomic(run_dir / "scores.json", json.dumps({"cells": rows}, indent=2, ensure_ascii=False))
     header = ["task", "category", "reader", "compressor", "config_hash", "metric", "score", "delta_vs_full",
-              "delta_paired", "delta_ci95_lo", "delta_ci95_hi", "n_paired", "p_value", "n", "n_failed", "ratio"]
+              "delta_paired", "delta_ci95_lo", "delta_ci95_hi", "n_paired", "p_value", "n", "n_failed", "ratio",
+              "reader_cut_pct", "tokens_seen"]
     opt = lambda v, fmt="{:.2f}": "" if v is None or v != v else fmt.format(v)  # noqa: E731
     body = [
         [c.task, c.category, c.reader, c.compressor, c.config_hash, c.metric, opt(c.score), opt(c.delta_vs_full),
          opt(c.delta_paired), opt(c.delta_ci95[0] if c.delta_ci95 else None),
          opt(c.delta_ci95[1] if c.delta_ci95 else None), str(c.n_paired), opt(c.p_value, "{:.4f}"), str(c.n),
-         str(c.n_failed), opt(c.ratio, "{}")]
+         str(c.n_failed), opt(c.ratio, "{}"), opt(c.reader_cut_pct), opt(c.tokens_seen, "{:.1f}")]
         for c in cells
     ]
     write_atomic(run_dir / "scores.csv", csv_text(header, body))
@@ -174,6 +176,13 @@ def render_markdown(data: RunData, tables: dict[str, Table], plot_paths: Sequenc
     if n_failures:
         parts.append(f"\n**{n_failures} example(s) failed and are excluded from the scores** (see `failures.jsonl`; "
                      "`ctxcomp run --resume` retries them).")
+    from experiments.report.truncation import truncation_warnings
+
+    warnings = truncation_warnings(data.predictions)
+    if warnings:
+        parts += ["", "**The reader's window cut the full context** (`[reader cut N%]` marks each such score; the "
+                  "efficiency table gives the share cut and the context tokens seen for every cell):", ""]
+        parts += [f"- warning: {markdown_cell(w)}" for w in warnings]
     for name, (header, body) in tables.items():
         notes = list(contrast_notes) if name == "contrasts" else []
         if name != "curve_contrasts" and (body or notes):

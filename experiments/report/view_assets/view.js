@@ -126,7 +126,8 @@ const CTX = (() => {
         type: "number", step: "0.01", value: f.max, placeholder: "max", onchange: (e) => set("max", e.target.value) })),
       el("label", {}, "vs full ", select("flip", [["", "any"], ["lost", "lost (full right, arm wrong)"],
         ["gained", "gained (full wrong, arm right)"], ["flip", "any flip"], ["worse", "lower score"], ["better", "higher score"]], f.flip)),
-      el("label", {}, "status ", select("status", [["", "all"], ["scored", "scored"], ["failed", "failed"]], f.status)),
+      el("label", {}, "status ", select("status", [["", "all"], ["scored", "scored"], ["failed", "failed"],
+        ["cut", "cut by the reader's window"]], f.status)),
       el("label", {}, "search ", el("input", { name: "q", type: "search", value: f.q, placeholder: "question, answer, prediction, id",
         onchange: (e) => set("q", e.target.value) })));
     const needle = f.q.toLowerCase();
@@ -137,6 +138,7 @@ const CTX = (() => {
       if (f.arm && (!c || c.arm !== f.arm)) return false;
       if (f.status === "failed" && r.s !== null) return false;
       if (f.status === "scored" && r.s === null) return false;
+      if (f.status === "cut" && !r.t) return false;
       if ((f.min !== "" || f.max !== "") && (r.s === null || r.s < lo || r.s > hi)) return false;
       if (f.flip === "lost" || f.flip === "gained") { if (r.v !== f.flip) return false; }
       else if (f.flip === "flip") { if (!r.v) return false; }
@@ -154,10 +156,11 @@ const CTX = (() => {
     const shown = rows.slice(page * PAGE, (page + 1) * PAGE);
     const body = shown.map((r) => {
       const ex = data.examples[r.e], c = meta.cells[r.c];
-      return el("tr", { class: "row" + (r.s === null ? " failed" : ""), "data-example": ex.id, "data-cell": r.c,
+      return el("tr", { class: "row" + (r.s === null ? " failed" : "") + (r.t ? " cut" : ""), "data-example": ex.id, "data-cell": r.c,
         onclick: () => go("example", { task: info.name, ex: r.e, hl: r.c }) },
         el("td", { text: ex.id }), el("td", { text: c ? c.arm : "?" }), el("td", { text: c ? c.reader : "?" }),
         el("td", { class: "num", text: r.s === null ? "failed" : fmt(r.s) }),
+        el("td", { class: "cut-mark", title: r.t ? "the reader's window cut this prompt" : null, text: r.t ? "✂ cut" : "" }),
         el("td", { class: r.v ? "flip " + r.v : "", text: r.v || (r.d ? (r.d > 0 ? "+" : "") + fmt(r.d) : "") }),
         el("td", { class: "clip", text: ex.q }), el("td", { class: "clip", text: r.s === null ? r.f : r.p }));
     });
@@ -168,7 +171,7 @@ const CTX = (() => {
       page + 1 < pages ? el("a", { href: "#", class: "next", onclick: (e) => { e.preventDefault(); go("browse", { task: info.name, ...f, page: page + 1 }); } }, "next ›") : null);
     return [section("Examples: " + info.name + (cell ? " | " + cellName(cell) : ""), controls,
       info.note ? el("p", { class: "hint", text: "Contexts: " + info.note }) : null, pager,
-      table(["example", "arm", "reader", "score", "vs full", "question", "prediction / failure"], body, { cls: "grid rows" }))];
+      table(["example", "arm", "reader", "score", "reader window", "vs full", "question", "prediction / failure"], body, { cls: "grid rows" }))];
   }
 
   /* ------------------------------------------------------------------ router */

@@ -112,13 +112,15 @@ CTX.example = function (params) {
   function armCard(a, i) {
     const c = a.c !== null && a.c !== undefined ? meta.cells[a.c] : null;
     const kv = (k, v) => el("tr", {}, el("th", { text: k }), el("td", { text: v }));
-    const card = el("article", { class: "arm" + (a.run ? " run-b" : "") + (i === chosen ? " chosen" : ""), "data-arm": i, "data-cell": a.c });
+    const card = el("article", { class: "arm" + (a.run ? " run-b" : "") + (i === chosen ? " chosen" : "") + (a.truncated ? " cut" : ""), "data-arm": i, "data-cell": a.c });
     card.appendChild(el("h4", { text: armName(a) }));
     if (a.failure) {
       card.appendChild(el("p", { class: "error", text: "failed: " + a.failure }));
     } else {
       card.appendChild(el("div", { class: "score" + (a.score >= meta.right ? " right" : " wrong") },
         `${a.metric} = ${fmt(a.score, 3)}`));
+      if (a.truncated) card.appendChild(el("p", { class: "cut" }, "✂ cut by the reader's window: it saw " +
+        `${a.tokens_seen} of the ${a.tokens_out} context tokens the compressor kept`));
       card.appendChild(el("div", { class: "label", text: "Prediction" }));
       card.appendChild(el("pre", { class: "prediction", text: a.prediction }));
       for (const jd of a.judgements || []) {
@@ -128,7 +130,7 @@ CTX.example = function (params) {
       card.appendChild(el("table", { class: "kv" }, kv("tokens", `${a.tokens_in} → ${a.tokens_out} (reader ${a.reader_tokens_in} in, ${a.reader_tokens_out} out)`),
         kv("latency", `${fmt(a.latency_s, 3)} s reader, ${fmt(a.compress_s, 3)} s compress`),
         kv("answer in kept context", a.answer_in_context === null ? "—" : String(a.answer_in_context)),
-        a.cost_usd ? kv("cost", "$" + fmt(a.cost_usd, 5)) : null, a.truncated ? kv("truncated", "yes") : null,
+        a.cost_usd ? kv("cost", "$" + fmt(a.cost_usd, 5)) : null,
         a.cached ? kv("cached", "yes") : null));
     }
     if (a.note) card.appendChild(el("p", { class: "hint", text: a.note }));

@@ -72,7 +72,7 @@ def test_overview_cell_flip_example_in_a_browser(tmp_path, browser):
     link.click()
     _view(browser, "browse")
     rows = _css(browser, "tr.row")
-    assert len(rows) == n_lost and all(r.find_elements("css selector", "td")[4].text == "lost" for r in rows)
+    assert len(rows) == n_lost and all(r.find_elements("css selector", "td")[5].text == "lost" for r in rows)
     browser.save_screenshot(str(tmp_path / "3-flips.png"))
 
     # a flip -> the example, every arm side by side; highlight the retrieval arm's kept text
@@ -101,7 +101,7 @@ def test_overview_cell_flip_example_in_a_browser(tmp_path, browser):
     browser.get(page.resolve().as_uri() + "#/browse?task=nq_multidoc&q=__xss")
     _view(browser, "browse")
     (row,) = _css(browser, "tr.row")
-    assert row.find_elements("css selector", "td")[6].get_attribute("textContent") == PAYLOAD
+    assert row.find_elements("css selector", "td")[7].get_attribute("textContent") == PAYLOAD
     row.click()
     _view(browser, "example")
     shown = [t for _, t in browser.execute_script(TEXTS, "pre.prediction", "class")]
@@ -113,3 +113,58 @@ def test_overview_cell_flip_example_in_a_browser(tmp_path, browser):
     errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
     assert not errors, errors
     assert all((tmp_path / f).stat().st_size > 10_000 for f in ("1-overview.png", "4-example.png"))
+
+
+def _errors_on_page(driver) -> list[str]:
+    """The page's own render errors and the console's severe ones (a failed arm's card is not one)."""
+    return [e.text for e in _css(driver, "#app > p.error")] + [e["message"] for e in driver.get_log("browser")
+                                                           if e["level"] == "SEVERE"]
+
+
+def test_every_example_of_every_compressor_opens_in_a_browser(tmp_path, browser, all_arms_run):
+    page = write_view(all_arms_run, out=tmp_path / "all.html", contexts=load_contexts)
+    browser.get(page.resolve().as_uri())
+    _view(browser, "overview")
+    meta = browser.execute_script("return JSON.parse(document.getElementById('meta').textContent)")
+    (task,) = meta["tasks"]
+    blocks = browser.execute_script("const t = JSON.parse(document.getElementById(arguments[0]).textContent);"
+                                    "return t.examples.map(e => JSON.parse(document.getElementById(e.block).textContent));",
+                                    task["block"])
+    kinds, ranked = set(), set()
+    for j, block in enumerate(blocks):
+        browser.get(page.resolve().as_uri() + f"#/example?task={task['name']}&ex={j}")
+        _view(browser, "example")
+        cards = _css(browser, "article.arm")
+        assert len(cards) == len(block["arms"]) == len(meta["cells"])  # every arm, scored or failed
+        for card, arm in zip(cards, block["arms"]):
+            kinds.add(arm["kind"])
+            if "ranking" in arm:  # retrieval (both orders, hybrid, rerank), top_k and llmlingua
+                ranked.add(arm["kind"])
+                rows = card.find_elements("css selector", "table.ranking tbody tr")
+                assert len(rows) == len(block["rankings"][arm["ranking"]]) > 0
+        for i, arm in enumerate(block["arms"]):  # highlight each arm that kept a part of the context
+            if arm.get("kept") and arm["kind"] != "full":
+                browser.get(page.resolve().as_uri() + f"#/example?task={task['name']}&ex={j}&arm={i}")
+                _view(browser, "example")
+                assert _css(browser, "#context mark.kept") or _css(browser, "#context .summary-text")
+        assert not _errors_on_page(browser)
+    assert kinds == {"full", "truncate", "retrieval", "summarize", "llmlingua", "top_k"}
+    assert ranked == {"retrieval", "top_k", "llmlingua"}  # LongLLMLingua's document ranking is a table too
+    browser.save_screenshot(str(tmp_path / "all-arms.png"))
+
+
+def test_cut_examples_are_marked_in_a_browser(tmp_path, browser, cut_run):
+    page = write_view(cut_run, out=tmp_path / "cut.html", contexts=load_contexts)
+    browser.get(page.resolve().as_uri() + "#/browse?task=nq_multidoc&status=cut")
+    _view(browser, "browse")
+    rows = _css(browser, "tr.row")
+    assert len(rows) == 4 and all("cut" in r.get_attribute("class").split() for r in rows)
+    assert all(r.find_elements("css selector", "td")[1].text == "full" for r in rows)
+    assert all(r.find_elements("css selector", "td.cut-mark")[0].text == "✂ cut" for r in rows)
+    rows[0].click()
+    _view(browser, "example")
+    cut_cards = _css(browser, "article.arm.cut")
+    assert len(cut_cards) == 1 and "full" in cut_cards[0].find_element("css selector", "h4").text
+    assert "cut by the reader's window: it saw" in cut_cards[0].find_element("css selector", "p.cut").text
+    assert not _errors_on_page(browser)
+    browser.save_screenshot(str(tmp_path / "cut.png"))
