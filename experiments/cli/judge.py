@@ -54,6 +54,9 @@ def judge(
     single_order: bool = typer.Option(False, "--single-order", help="pairwise: count a judgement whose other order "
                                       "gave no usable verdict (default: it fails, and the next run asks again); "
                                       "the report says how many counted on one order."),
+    helmet_examples: bool = typer.Option(True, "--helmet-examples/--no-helmet-examples",
+                                         help="score: ask HELMET's rubric with its few-shot examples, as HELMET does "
+                                         "(default), or without them (recorded as protocol score-no-examples)."),
 ) -> None:
     """Judge every prediction of RUN_DIR not judged yet; write judgements.jsonl and add the rates to the report."""
     from experiments.report.judged import judged_cells, judged_table
@@ -63,7 +66,7 @@ def judge(
     try:
         with sigterm_as_interrupt():
             stats = judge_run(run_dir, judge_spec(judge, judge_param), protocol=protocol, against=against,
-                              single_order=single_order)
+                              single_order=single_order, helmet_examples=helmet_examples)
     except KeyboardInterrupt as stop:
         typer.echo(f"\ninterrupted ({stop.args[0] if stop.args else 'Ctrl-C'}); every verdict so far is kept; "
                    "run the same command again to continue", err=True)

@@ -8,7 +8,8 @@ Each takes (record, where, task) like the converters of ``loaders.py`` (``where`
 - ∞Bench (``xinrongzhang2022/InfiniteBench`` ``*.jsonl``): ``id, context, input, answer, options``; En.MC's
   answers become ``[option text, letter]`` as its ``get_answer`` makes them;
 - HELMET KILT RAG (``data/kilt/*.jsonl``): ``question, answers, ctxs[{title, text, has_answer?, ...}]``, one
-  multi-document item each, the gold passage's 0-based position recorded as ``gold_position``;
+  multi-document item each, the gold passage's 0-based position recorded as ``gold_position``; PopQA records
+  (``s_pop``, page views) above the task's popularity bound are left out (:func:`popqa_threshold`);
 - HELMET summarization: ∞Bench's En.Sum records with ``keypoints`` (HELMET's ``longbook_sum_eng_keypoints``
   merged in), or Multi-LexSum's ``sources, summary/short, summary/long, summary/short_keypoints``;
 - RULER (``ctxcomp build ruler``): RULER's output fields ``index, input, outputs, length, answer_prefix`` and the
@@ -17,6 +18,7 @@ Each takes (record, where, task) like the converters of ``loaders.py`` (``where`
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import replace
 from typing import Any
 
@@ -76,8 +78,34 @@ def render_helmet_documents(passages) -> str:
     return "\n\n".join(f"Document (Title: {p.title}): {p.text}" for p in passages)
 
 
+POPQA_THRESHOLD = 3.0  # HELMET configs/rag/kilt_popqa.yaml: datasets: kilt_popqa_3
+
+
+def popqa_threshold(task: str) -> float | None:
+    """The popularity bound of a PopQA task (None: not PopQA), read from its name as HELMET ``data.py``
+    ``load_data`` reads ``kilt_popqa_3`` (``float(dataset.split("_")[-1])``): ``helmet_popqa_4`` keeps
+    log10(s_pop) < 4, ``helmet_popqa_inf`` keeps every record, and a name without a number ends at HELMET's 3."""
+    if "popqa" not in task:
+        return None
+    try:
+        return float(task.rsplit("_", 1)[-1])
+    except ValueError:
+        return POPQA_THRESHOLD
+
+
+def _too_popular(record: dict, where: Any, threshold: float) -> bool:
+    """HELMET ``load_qa`` keeps a PopQA record when ``math.log10(s_pop) < threshold``; True: leave it out."""
+    s_pop = where.get(record, "s_pop", (int, float))
+    if s_pop <= 0:
+        raise where.error("s_pop", f"must be a positive number of page views, got {s_pop}")
+    return math.log10(s_pop) >= threshold
+
+
 def helmet_rag(record: dict, where: Any, task: str | None) -> list[Example]:
     name = task or "helmet_rag"
+    threshold = popqa_threshold(name)
+    if threshold is not None and _too_popular(record, where, threshold):
+        return []
     example_id = str(record.get("id") or f"{name}-{where.line}")
     ctxs = where.get(record, "ctxs", list)
     if not ctxs:

@@ -5,6 +5,10 @@ its judged examples x 100 with a 95% bootstrap interval, and the failed
 judgements (unparseable verdicts, judge errors, a pairwise judgement with one
 order only) are counted beside it and left out; with ``--single-order`` a pairwise
 judgement whose other order failed counts, and how many did is counted too.
+Of the failed HELMET-rubric judgements, those that HELMET's
+``scripts/eval_gpt4_summ.py`` would have scored (a recall above the number of
+key points, say; docs/metrics.md lists the cases) are counted apart, since
+they are where ctxcomp's rate and HELMET's part.
 """
 from __future__ import annotations
 
@@ -34,6 +38,7 @@ class JudgedCell:
     n: int
     n_failed: int
     n_one_order: int = 0  # pairwise judgements counted on one order only (``ctxcomp judge --single-order``)
+    n_helmet_scores: int = 0  # failed judgements that HELMET's rubric script would have scored
 
 
 def judged_cells(run_dir: str | Path) -> list[JudgedCell]:
@@ -46,17 +51,20 @@ def judged_cells(run_dir: str | Path) -> list[JudgedCell]:
     for (task, config_hash, protocol, judge, against), recs in groups.items():
         ok = [r for r in recs if r.status == "ok" and r.value is not None]
         one_order = sum(bool((r.parts or {}).get("failed_orders")) for r in ok)
+        helmet_scores = sum(r.status != "ok" and bool((r.parts or {}).get("helmet_scores")) for r in recs)
         mi = mean_interval([float(r.value) for r in ok])
         cells.append(JudgedCell(task, recs[0].reader, recs[0].compressor, config_hash, protocol, judge, against,
-                                mi.mean, (mi.lo, mi.hi), mi.n, len(recs) - len(ok), one_order))
+                                mi.mean, (mi.lo, mi.hi), mi.n, len(recs) - len(ok), one_order, helmet_scores))
     return cells
 
 
 def judged_table(cells: Sequence[JudgedCell]) -> tuple[list[str], list[list[str]]]:
     one_order = any(c.n_one_order for c in cells)  # a column only when --single-order let some count
+    helmet = any(c.n_helmet_scores for c in cells)  # a column only when some failure is one HELMET scores
     header = ["task", "reader", "compressor", "protocol", "against", "judge", "value [95% CI]", "n", "failed"]
-    header += ["one order only"] if one_order else []
+    header += (["one order only"] if one_order else []) + (["failed, HELMET scores"] if helmet else [])
     fmt = lambda c: "—" if not c.n else f"{c.value:.1f} [{c.ci95[0]:.1f}, {c.ci95[1]:.1f}]"  # noqa: E731
     body = [[c.task, c.reader, c.compressor, c.protocol, c.against, c.judge, fmt(c), str(c.n), str(c.n_failed)]
-            + ([str(c.n_one_order)] if one_order else []) for c in cells]
+            + ([str(c.n_one_order)] if one_order else []) + ([str(c.n_helmet_scores)] if helmet else [])
+            for c in cells]
     return header, body

@@ -19,7 +19,8 @@ OpenAI-compatible endpoint or fleet) and its prompts from
   judge first lists the key points of the reference, then counts those the
   summary states) and precision (sentences of the summary the reference
   supports), value their F1; a task naming HELMET's rubric (``judge:``) gets
-  HELMET's three verdicts instead (``experiments.scoring.helmet``).
+  HELMET's three requests instead, word for word with their few-shot
+  examples, read as HELMET reads them (``experiments.scoring.helmet``).
 
 Verdicts are parsed strictly: an output without exactly one verdict, or
 whose JSON lacks a field or holds a value out of range, is a failed
@@ -57,6 +58,8 @@ from readers.cache import CachedReader
 from readers.registry import READERS, make_reader
 
 PROTOCOLS = ("pairwise", "score")
+CUT = "the judge's window cut the request (give the judge a larger max_context)"
+NO_EXAMPLES = "score-no-examples"  # the label of HELMET-rubric judgements asked without HELMET's few-shot examples
 REFERENCE = "reference"
 VERDICT = re.compile(r"\[\[([ABC])\]\]")
 JSON_OBJECT = re.compile(r"\{[^{}]*\}")
@@ -84,15 +87,24 @@ def parse_verdict(text: str) -> str:
     return found.pop()
 
 
-def parse_scores(text: str, ranges: Mapping[str, tuple[int, int | None]]) -> dict[str, int]:
-    """The last JSON object of the output, with every field an integer within its (inclusive) range."""
+def last_json_object(text: str) -> dict[str, Any]:
+    """The last JSON object (without nested braces) of the judge's output."""
     objects = JSON_OBJECT.findall(text)
     if not objects:
         raise Unparseable("no JSON object in the judge's output")
     try:
-        data = json.loads(objects[-1])
+        return json.loads(objects[-1])
     except json.JSONDecodeError as err:
         raise Unparseable(f"the last JSON object does not parse ({err.msg})") from None
+
+
+def parse_scores(text: str, ranges: Mapping[str, tuple[int, int | None]]) -> dict[str, int]:
+    """The last JSON object of the output, with every field an integer within its (inclusive) range."""
+    return check_fields(last_json_object(text), ranges)
+
+
+def check_fields(data: Mapping[str, Any], ranges: Mapping[str, tuple[int, int | None]]) -> dict[str, int]:
+    """Every field of ``ranges`` an integer within its (inclusive) range, else ``Unparseable``."""
     out = {}
     for key, (lo, hi) in ranges.items():
         value = data.get(key)
@@ -112,11 +124,15 @@ def parse_keypoints(text: str) -> list[str]:
     return points
 
 
-def _parse_precision(text: str, allow_empty: bool = False) -> dict[str, int]:
-    p = parse_scores(text, {"precision": (0, None), "sentence_count": (0 if allow_empty else 1, None)})
+def _check_precision(data: Mapping[str, Any], allow_empty: bool = False) -> dict[str, int]:
+    p = check_fields(data, {"precision": (0, None), "sentence_count": (0 if allow_empty else 1, None)})
     if p["precision"] > p["sentence_count"]:
         raise Unparseable(f"precision {p['precision']} exceeds sentence_count {p['sentence_count']}")
     return p
+
+
+def _parse_precision(text: str) -> dict[str, int]:
+    return _check_precision(last_json_object(text))
 
 
 class Answer(NamedTuple):
@@ -148,11 +164,18 @@ class Judge:
     def identity(self) -> str:
         return self.reader.identity
 
-    def ask(self, prompts: Sequence[tuple[str | None, str]]) -> list[Answer]:
-        """The judge's answer to each (system, user) prompt, in order."""
-        requests = [GenerationRequest(user, max_new_tokens=self.max_new_tokens, temperature=0.0, system=system)
+    def ask(self, prompts: Sequence[tuple[str | None, str]], max_new_tokens: int | None = None,
+            whole: bool = False) -> list[Answer]:
+        """The judge's answer to each (system, user) prompt, in order (``max_new_tokens``: the judge's by default).
+
+        ``whole``: a prompt the judge reader had to cut to its window is no answer (a protocol whose requests
+        must reach the judge word for word).
+        """
+        tokens = max_new_tokens or self.max_new_tokens
+        requests = [GenerationRequest(user, max_new_tokens=tokens, temperature=0.0, system=system)
                     for system, user in prompts]
-        return [Answer(g.text if g.ok else None, None if g.ok else (g.error or "the judge failed"), r)
+        return [Answer(None, CUT, r) if whole and g.truncated else
+                Answer(g.text if g.ok else None, None if g.ok else (g.error or "the judge failed"), r)
                 for g, r in zip(self.reader.generate(requests), requests)]
 
     def parse(self, answer: Answer, parser: Callable[[str], T]) -> T:
@@ -250,26 +273,68 @@ class Judge:
         return out  # type: ignore[return-value]
 
 
-    def score_helmet(self, records: Sequence[Prediction]) -> list[Judged]:
-        """HELMET ``scripts/eval_gpt4_summ.py``: fluency, recall of the record's key points, precision against its
-        expert summary, combined by ``experiments.scoring.helmet.rubric_score``."""
-        from experiments.scoring.helmet import keypoints, rubric_prompts, rubric_score
+    def score_helmet(self, records: Sequence[Prediction], *, examples: bool = True) -> list[Judged]:
+        """HELMET ``scripts/eval_gpt4_summ.py`` ``check_metrics``: fluency, recall of the record's key points and
+        precision against its expert summary, each output read by HELMET's ``parse_json``, then checked strictly.
+
+        A judgement that fails only the strict check, where HELMET would have scored it (a recall above the
+        number of key points, say: docs/metrics.md lists the cases), keeps ``helmet_scores: true`` and HELMET's
+        numbers (``helmet``) in its parts, so the report counts such failures and HELMET's mean can be rebuilt.
+        ``examples=False`` drops HELMET's few-shot examples from the requests.
+        """
+        from experiments.scoring.helmet import (
+            HELMET_JUDGE_MAX_NEW_TOKENS,
+            helmet_reading,
+            keypoints,
+            rubric_prompts,
+            rubric_score,
+        )
 
         asks = [(None, text) for rec in records for text in rubric_prompts(
-            prompt, get_task(rec.spec_name).judge or "", rec.prediction, rec.meta, rec.answers)]
-        answers, out = self.ask(asks), []
+            prompt, get_task(rec.spec_name).judge or "", rec.prediction, rec.meta, rec.answers, examples=examples)]
+        answers, out = self.ask(asks, max_new_tokens=HELMET_JUDGE_MAX_NEW_TOKENS, whole=True), []
         for i, rec in enumerate(records):
-            n = len(keypoints(rec.meta))
-            try:  # recall above the number of key points is refused (HELMET would score a recall above 1)
-                f = self.parse(answers[3 * i], lambda t: parse_scores(t, {"fluency": (0, 1)}))
-                r = self.parse(answers[3 * i + 1], lambda t: parse_scores(t, {"recall": (0, n)}))
-                p = self.parse(answers[3 * i + 2], lambda t: _parse_precision(t, allow_empty=True))
+            n, trio = len(keypoints(rec.meta)), answers[3 * i: 3 * i + 3]
+            try:
+                f, r, p = [self.parse(answer, _helmet_object) for answer in trio]
             except Unparseable as err:
                 out.append(Judged(rec, reason=str(err)))
+                continue
+            problems = []
+            for name, answer, check in (("fluency", trio[0], lambda: check_fields(f, {"fluency": (0, 1)})),
+                                        ("recall", trio[1], lambda: check_fields(r, {"recall": (0, n)})),
+                                        ("precision", trio[2], lambda: _check_precision(p, allow_empty=True))):
+                try:
+                    check()
+                except Unparseable as err:
+                    problems.append(f"{name}: {err}")
+                    self.reader.forget(answer.request)  # as parse() does: the next run asks again
+            if problems:
+                helmet = helmet_reading(f, r, p, n)
+                parts = {"helmet_scores": helmet is not None, **({"helmet": helmet} if helmet is not None else {})}
+                out.append(Judged(rec, None, parts, "; ".join(problems)))
                 continue
             parts = rubric_score(f["fluency"], r["recall"], n, p["precision"], p["sentence_count"])
             out.append(Judged(rec, parts["f1"], {**parts, "keypoints": n}))
         return out
+
+
+def _helmet_object(text: str) -> dict[str, Any]:
+    """The JSON object HELMET's ``parse_json`` reads from the judge's output."""
+    from experiments.scoring.helmet import helmet_json
+
+    data = helmet_json(text)
+    if not isinstance(data, dict):
+        raise Unparseable("no JSON object that HELMET's parse_json reads in the judge's output")
+    return data
+
+
+def protocol_label(protocol: str, spec_name: str, helmet_examples: bool = True) -> str:
+    """The protocol a judgement is recorded under: ``score-no-examples`` for HELMET's rubric asked without its
+    few-shot examples (another judgement than the default's), else the protocol itself."""
+    if protocol == "score" and not helmet_examples and _kind(spec_name) == "helmet":
+        return NO_EXAMPLES
+    return protocol
 
 
 def _kind(spec_name: str) -> str:
@@ -304,11 +369,13 @@ class JudgeStats:
 
 
 def judge_run(run_dir: str | Path, judge: Any, *, protocol: str = "pairwise", against: str = REFERENCE,
-              single_order: bool = False, reader_factory: Callable[..., Reader] = make_reader,
-              progress: bool = True) -> JudgeStats:
+              single_order: bool = False, helmet_examples: bool = True,
+              reader_factory: Callable[..., Reader] = make_reader, progress: bool = True) -> JudgeStats:
     """Judge every prediction of a run not judged yet (successfully) by this judge, protocol and opponent.
 
     ``single_order``: a pairwise judgement with one order unusable still counts (by default it is a failure).
+    ``helmet_examples=False``: HELMET's rubric is asked without its few-shot examples, recorded as
+    ``score-no-examples``.
     """
     if protocol not in PROTOCOLS:
         raise UserError(f"unknown judge protocol {protocol!r}; choose one of {', '.join(PROTOCOLS)}")
@@ -328,7 +395,7 @@ def judge_run(run_dir: str | Path, judge: Any, *, protocol: str = "pairwise", ag
             stats = JudgeStats()
             todo: list[tuple[Prediction, str | None]] = []
             for rec in predictions:
-                if (*rec.key, protocol, j.identity, against) in done:
+                if (*rec.key, protocol_label(protocol, rec.spec_name, helmet_examples), j.identity, against) in done:
                     stats.already_done += 1
                     continue
                 other = opponent(rec) if opponent is not None else None
@@ -344,12 +411,13 @@ def judge_run(run_dir: str | Path, judge: Any, *, protocol: str = "pairwise", ag
                     else:
                         kinds = [_kind(rec.spec_name) for rec, _ in batch]
                         pick = lambda k: [rec for (rec, _), kind in zip(batch, kinds) if kind == k]  # noqa: E731
-                        results = j.score_helmet(pick("helmet")) + j.score_summaries(pick("summary")) + \
-                            j.score_qa(pick("qa"))
+                        results = j.score_helmet(pick("helmet"), examples=helmet_examples) + \
+                            j.score_summaries(pick("summary")) + j.score_qa(pick("qa"))
                     for res in results:
                         rec = res.record
                         log.append(Judgement(task=rec.task, id=rec.id, config_hash=rec.config_hash,
-                                             compressor=rec.compressor, reader=rec.reader, protocol=protocol,
+                                             compressor=rec.compressor, reader=rec.reader,
+                                             protocol=protocol_label(protocol, rec.spec_name, helmet_examples),
                                              judge=j.identity, against=against,
                                              status="ok" if res.reason is None else "failed", value=res.value,
                                              parts=res.parts, reason=res.reason))

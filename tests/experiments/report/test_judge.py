@@ -12,7 +12,7 @@ from experiments.report.judged import judged_cells
 from experiments.run.config import parse_config
 from experiments.run.driver import Runner
 from experiments.run.judge import judge_run, parse_keypoints, parse_scores, parse_verdict
-from testkit.fake_openai import FakeOpenAIServer
+from testkit.fake_openai import FakeOpenAIServer, prompt_of
 
 QA = {"name": "j", "tasks": [{"name": "nq_multidoc", "synthetic": {"kind": "multidoc_qa", "n": 10, "num_docs": 3,
                                                                     "words_per_doc": 30, "seed": 4}}],
@@ -200,3 +200,73 @@ def test_a_pairwise_judgement_with_one_order_fails_unless_single_order_is_asked_
     assert "one order only" in (run / "report.md").read_text() and "one order only" in res.output
     scores = json.loads((run / "scores.json").read_text())["cells"]
     assert sum(j["n_one_order"] for c in scores for j in c["judged"]) == one_order
+
+
+LEXSUM = [{"id": name.lower(), "sources": [f"The {name} court entered a decree. The {name} case closed."],
+           "summary/short": f"{name} decree.", "summary/long": f"{name} long summary.",
+           "summary/short_keypoints": [f"{name} p1", f"{name} p2"]} for name in ("Alpha", "Beta", "Gamma", "Delta")]
+
+
+def helmet_rubric(prompt: str, body: dict) -> str:
+    """Alpha: recall 1/2, precision 1/2. Beta: a recall above its 2 key points (HELMET scores it). Gamma: a
+    precision that is not a number (HELMET stops). Delta: a precision without JSON."""
+    if "evaluate the fluency" in prompt:
+        return 'Coherent. {"fluency": 1}'
+    if "Key points:\n1. Alpha p1" in prompt:
+        return 'Point 1 only. {"recall": 1}'
+    if "Key points:\n1. Beta p1" in prompt:
+        return 'All of them and more. {"recall": 3}'
+    if "\nKey points:\n1. " in prompt.split("Now, read")[-1]:
+        return '{"recall": 2}'
+    if 'Expert summary: "Gamma long summary."' in prompt:
+        return '{"precision": "one", "sentence_count": 2}'
+    if 'Expert summary: "Delta long summary."' in prompt:
+        return "Half of it is supported."
+    return 'One of two. {"precision": 1, "sentence_count": 2}'
+
+
+def test_helmet_rubric_with_its_examples_and_the_failures_helmet_would_score_counted(tmp_path, monkeypatch):
+    from experiments.report.judged import judged_table
+
+    monkeypatch.setenv("CTXCOMP_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "lexsum.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in LEXSUM))
+    run = _run(tmp_path, {"name": "h", "tasks": [{"name": "helmet_multi_lexsum", "path": str(path)}],
+                          "compressors": ["full"], "readers": ["extractive"]})
+    bodies = []
+    with FakeOpenAIServer(responder=lambda p, b: bodies.append(b) or helmet_rubric(p, b),
+                          models=("judge-model",)) as server:
+        stats = judge_run(run, _judge(server, max_context=32768), protocol="score", progress=False)
+        asked = [prompt_of(b) for b in bodies]
+        assert len(asked) == 12 and all(b["max_tokens"] == 4096 for b in bodies)  # eval_gpt4_summ.py's 4096
+        assert sum("Example 1:" in p for p in asked) == 8 and sum("  - Examples:" in p for p in asked) == 4
+        bodies.clear()
+        bare = judge_run(run, _judge(server, max_context=32768), protocol="score", helmet_examples=False,
+                         progress=False)
+        assert len(bodies) == 12 and not any("Example" in prompt_of(b) for b in bodies)
+        # a window that cuts HELMET's request (recall: ~1.6k tokens beside 4,096 new ones) gives no judgement
+        cut = judge_run(run, _judge(server, max_context=5000), protocol="score", progress=False)
+        assert (cut.judged, cut.failed) == (0, 4)
+    assert (stats.judged, stats.failed) == (1, 3) and (bare.judged, bare.failed) == (1, 3)
+    cells = {(c.protocol, "max_context=5000" in c.judge): c for c in judged_cells(run)}
+    assert set(cells) == {("score", False), ("score-no-examples", False), ("score", True)}
+    assert "window cut the request" in next(r["reason"] for r in map(json.loads, (run / "judgements.jsonl").open())
+                                            if "max_context=5000" in r["judge"])
+    cell = cells[("score", False)]
+    assert (cell.n, cell.n_failed, cell.n_helmet_scores) == (1, 3, 1) and cell.value == pytest.approx(50.0)
+    header, body = judged_table([cell])
+    assert header[-1] == "failed, HELMET scores" and body[0][-1] == "1"
+    lines = {r["id"]: r for r in map(json.loads, (run / "judgements.jsonl").read_text().splitlines())
+             if r["protocol"] == "score" and "max_context=32768" in r["judge"]}
+    beta = lines["beta"]
+    assert beta["status"] == "failed" and "recall: field 'recall' = 3 is outside 0..2" in beta["reason"]
+    # HELMET's check_metrics: recall 3/2 = 1.5, precision 1/2 -> f1 = 2 * 1.5 * 0.5 / 2 = 0.75
+    assert beta["parts"]["helmet_scores"] is True and beta["parts"]["helmet"]["f1"] == pytest.approx(0.75)
+    assert lines["gamma"]["parts"] == {"helmet_scores": False} and "not an integer" in lines["gamma"]["reason"]
+    assert "no JSON object" in lines["delta"]["reason"] and not lines["delta"]["parts"].get("helmet_scores")
+    from experiments.report.write import write_report
+
+    write_report(run, plots=False)
+    scores = json.loads((run / "scores.json").read_text())["cells"]
+    assert sorted((j["protocol"], j["n_helmet_scores"]) for c in scores for j in c["judged"]) == \
+        [("score", 0), ("score", 1), ("score-no-examples", 1)]

@@ -95,7 +95,7 @@ def helmet_judge(prompt: str, body: dict) -> str:
         return 'Fine. {"fluency": 1}'
     if "Key points:\n1. p1\n2. p2" in prompt:  # the data's own key points, numbered
         return 'Only the first is there. {"recall": 1}'
-    if "Expert summary: <start of summary>Long summary.<end of summary>" in prompt:
+    if 'Expert summary: "Long summary."' in prompt:  # HELMET's legal precision prompt quotes the texts
         return '{"precision": 1, "sentence_count": 2}'
     return "no idea"
 
@@ -108,7 +108,8 @@ def test_helmet_summaries_judged_with_its_rubric(tmp_path):
     out = _run({"tasks": [{"name": "helmet_multi_lexsum", "path": str(path)}], "readers": ["extractive"]},
                tmp_path / "run")
     with FakeOpenAIServer(responder=helmet_judge, models=("judge",)) as server:
-        judge = {"name": "openai", "params": {"model": "judge", "base_url": server.base_url, "timeout_s": 2}}
+        judge = {"name": "openai", "params": {"model": "judge", "base_url": server.base_url, "timeout_s": 2,
+                                              "max_context": 32768}}  # HELMET's requests and 4,096 new tokens
         stats = judge_run(out, judge, protocol="score", progress=False)
     (cell,) = judged_cells(out)
     assert stats.judged == 1 and cell.value == pytest.approx(50.0)  # fluency 1 x F1(recall 1/2, precision 1/2)

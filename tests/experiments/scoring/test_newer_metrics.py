@@ -1,11 +1,13 @@
 """∞Bench, HELMET and RULER scoring against each reference's definition, on hand-made predictions."""
 from __future__ import annotations
 
+import math
+
 import pytest
 
-from experiments.data.long_formats import infinitebench
+from experiments.data.long_formats import helmet_rag, infinitebench, popqa_threshold
 from experiments.data.sources import DataError, Where
-from experiments.scoring.helmet import parse_output, rubric_score
+from experiments.scoring.helmet import parse_output, rouge_lsum, rubric_score
 from experiments.scoring.registry import aggregate, score_item
 from experiments.scoring.ruler import postprocess_pred
 from experiments.tasks import build_prompt, get_task
@@ -70,18 +72,72 @@ def test_en_sum_rouge_lsum_uses_lines_as_sentences():
 def test_helmet_substring_exact_match_raw_or_parsed():
     assert _score("Answer: The Eiffel Tower, in Paris.", ["eiffel tower"], "helmet_substring_em") == 1.0
     assert _score("It is in France", ["Paris"], "helmet_substring_em") == 0.0
-    assert parse_output("Answer: Paris, France") == "Paris"                # first pattern: up to the comma
-    # the reference's greedy (\s+\w+)* backtracks into the last word when a period follows it: HELMET parses "e"
-    # (harmless there, as here: the raw output is scored too)
-    assert parse_output("so the answer is Rome. Yes") == "e"
     assert _score("so the answer is Rome. Yes", ["Rome"], "helmet_substring_em") == 1.0
-    assert parse_output("Paris\nmore") == "Paris"                          # first line
+    # eval.py scores a completion after its prompt's "Answer:": "Answer: Me" holds the answer "Answer me"
+    assert _score(" Me", ["Answer me"], "helmet_substring_em") == 1.0
+
+
+@pytest.mark.parametrize("output, prefix, parsed", [
+    ("The answer is\nO'Neill", "Answer:", "The answer is"),        # no "Answer:": the first line, as HELMET
+    ("Answer: Paris, France", "Answer:", "Paris, France"),           # the rest of the line after the prefix
+    ("so the answer is Rome. Yes", "Answer:", "so the answer is Rome. Yes"),
+    ("I think\nanswer: answer: Rome\nmore", "Answer:", "Rome"),      # anywhere, any case; a repeated prefix goes
+    ("Paris\nmore", "Answer:", "Paris"),
+    ("\nParis", "Answer:", ""),                                       # the first line is empty
+    ("Here it is.\nSummary: A decree.\nMore.", "Summary:", "A decree."),
+])
+def test_helmet_parse_output_has_helmets_two_patterns(output, prefix, parsed):
+    # HELMET utils.py parse_output: (?:{prefix})(.*)(?:\n|$) case-insensitive, else (?:^)(.*)(?:\n|$)
+    assert parse_output(output, prefix) == parsed
+
+
+def test_helmet_rouge_lsum_is_the_raw_or_the_parsed_output_by_each_tasks_rule():
+    # rouge_score rougeLsum, Porter stemmer, lines as sentences; reference: 6 tokens, one sentence
+    ref = "the cat sat on the mat"
+    opens_with_it = "the cat sat on the mat\nthen it left"  # raw: R 6/6, P 6/9 -> F 0.8; parsed (first line): 1.0
+    assert rouge_lsum(opens_with_it, ref) == pytest.approx(0.8)
+    assert _score(opens_with_it, [ref], "helmet_rouge_lsum") == pytest.approx(1.0)
+    assert _score(opens_with_it, [ref], "helmet_rouge_lsum_multi_lexsum") == pytest.approx(1.0)
+    # raw: R 6/6, P 6/11 -> F 12/17. ∞Bench parses after "Answer:", else the first line ("Here is my summary.",
+    # F 0): the raw output's 12/17 stands. Multi-LexSum parses after "Summary:": the reference itself, 1.0
+    after_summary = "Here is my summary.\nSummary: the cat sat on the mat"
+    assert _score(after_summary, [ref], "helmet_rouge_lsum") == pytest.approx(12 / 17)
+    assert _score(after_summary, [ref], "helmet_rouge_lsum_multi_lexsum") == pytest.approx(1.0)
+    assert get_task("helmet_infbench_sum").metric == "helmet_rouge_lsum"
+    assert get_task("helmet_multi_lexsum").metric == "helmet_rouge_lsum_multi_lexsum"
 
 
 def test_helmet_rouge_lsum_stems_as_helmet_does():
     # HELMET's scorer uses the Porter stemmer: "cats sitting" matches "cat sits"; ∞Bench's (no stemmer) does not
     assert _score("cats sitting", ["cat sits"], "helmet_rouge_lsum") == pytest.approx(1.0)
     assert _score("cats sitting", ["cat sits"], "infinitebench_rouge_lsum") == 0.0
+
+
+def _popqa(s_pop):
+    record = {"question": "Who?", "answers": ["Ann"], "ctxs": [{"title": "T", "text": "Ann.", "has_answer": True}]}
+    return {**record, "s_pop": s_pop} if s_pop is not None else record
+
+
+@pytest.mark.parametrize("task, kept", [
+    ("helmet_popqa", [999]),                  # HELMET kilt_popqa_3: log10(s_pop) < 3
+    ("helmet_popqa_4", [999, 1000, 5000]),    # the threshold ends the task's name, as HELMET's dataset name
+    ("helmet_popqa_2.5", []),
+    ("helmet_popqa_inf", [999, 1000, 5000, 10 ** 9]),
+    ("helmet_nq", [999, 1000, 5000, 10 ** 9]),  # not PopQA: s_pop is not read
+])
+def test_helmet_popqa_keeps_the_less_popular_questions(task, kept):
+    s_pops = [999, 1000, 5000, 10 ** 9]
+    examples = [ex for i, s in enumerate(s_pops) for ex in helmet_rag(_popqa(s), Where("popqa.jsonl", i + 1), task)]
+    assert [s_pops[int(ex.source.split(":")[1]) - 1] for ex in examples] == kept
+    assert popqa_threshold(task) == ({"helmet_popqa": 3.0, "helmet_popqa_4": 4.0, "helmet_popqa_2.5": 2.5,
+                                      "helmet_popqa_inf": math.inf}.get(task))
+
+
+def test_helmet_popqa_needs_a_positive_s_pop():
+    with pytest.raises(DataError, match=r"popqa.jsonl:3: field 's_pop'.*missing"):
+        helmet_rag(_popqa(None), Where("popqa.jsonl", 3), "helmet_popqa")
+    with pytest.raises(DataError, match=r"popqa.jsonl:4: field 's_pop'.*positive"):
+        helmet_rag(_popqa(0), Where("popqa.jsonl", 4), "helmet_popqa")
 
 
 def test_helmet_rubric_arithmetic():
