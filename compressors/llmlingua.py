@@ -40,6 +40,7 @@ from compressors.base import BudgetSupport, CompressedContext, Compressible, Com
 from compressors.retrieval import split_context
 from core.checks import Nested
 from core.errors import ParamError, UserError
+from core.progress import progress_note
 from core.registry import ComponentSpec, SpecLike
 from indexes.chunking import CHUNKERS, make_chunker
 from indexes.types import render_passage
@@ -237,6 +238,7 @@ class LLMLinguaCompressor(Compressor):
             raise CompressionError(f"example {item.id!r}: LongLLMLingua ranks and prunes by the question; the query is empty")
         tokens_in = self.count_tokens(item.context)
         documents = self._documents(item)
+        progress_note()(f"llmlingua: compressing example {item.id} ({len(documents)} documents)")
         joined = "\n\n".join(documents)
         target = budget if budget is not None else self.target_token
         if target is None:

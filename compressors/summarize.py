@@ -24,6 +24,7 @@ from compressors.base import BudgetSupport, CompressedContext, Compressible, Com
 from compressors.retrieval import split_context
 from core.checks import Nested
 from core.errors import ParamError
+from core.progress import progress_note
 from core.registry import ComponentSpec, SpecLike
 from core.text import count_words, word_pieces
 from indexes.chunking import CHUNKERS, make_chunker
@@ -201,7 +202,14 @@ class SummarizeCompressor(Compressor):
     def compress(self, item: Compressible, budget: int | None = None) -> CompressedContext:
         chunks = split_context(self._chunker, item)
         requests = self._requests(item, chunks, budget)
-        generations = self.summarizer.generate(requests)
+        note, summarized = progress_note(), [0]
+
+        def count(n: int) -> None:  # how far this example's summaries are, beside the run's bar
+            summarized[0] += n
+            note(f"summarizing example {item.id}: {summarized[0]}/{len(requests)} chunks")
+
+        with self.summarizer.reporting(count):
+            generations = self.summarizer.generate(requests)
         if len(generations) != len(chunks):
             raise RuntimeError(f"summarizer {self.summarizer!r} returned {len(generations)} generations "
                                f"for {len(chunks)} requests")  # a reader that breaks its contract is a bug

@@ -1,8 +1,14 @@
-"""A FAISS vector index keyed by string ids, on GPU when FAISS and a device allow it.
+"""A FAISS vector index keyed by string ids, searched on a GPU when one is visible.
 
 The contract is FAISS's own (``add`` then batched ``search``), with two changes:
 ids are strings, and a query with fewer than ``k`` neighbours gets a shorter
 list instead of ``-1`` padding.  Shapes and dtypes are checked here, once.
+
+Where the search runs (:func:`search_engine`): FAISS's own GPU index when FAISS
+was built with GPU support; else, for an exact (flat) index with a GPU visible
+to torch, a chunked matmul and top-k in torch (:class:`TorchFlatSearch`), since
+faiss-gpu wheels trail the CUDA that torch wheels are built for; else FAISS on
+the CPU.  The vectors always live in FAISS's CPU index too, which is what is saved.
 """
 from __future__ import annotations
 
@@ -17,6 +23,106 @@ import numpy as np
 
 KINDS = ("flat", "hnsw", "ivf")
 METRICS = ("ip", "l2")
+ENGINES = ("faiss-cpu", "faiss-gpu", "torch")
+
+
+def faiss_sees_gpu() -> bool:
+    """FAISS was built with GPU support and sees a GPU."""
+    import faiss
+
+    return hasattr(faiss, "StandardGpuResources") and faiss.get_num_gpus() > 0
+
+
+def torch_gpu_device() -> str | None:
+    """The GPU torch would search on (``'cuda'``), or None when torch sees none."""
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else None
+
+
+def search_engine(kind: str, device: str, *, faiss_gpu: bool, torch_gpu: bool) -> str:
+    """Where an index of ``kind`` searches for ``device`` ('auto', 'cpu' or 'gpu'), one of :data:`ENGINES`.
+
+    A GPU is used whenever one is visible and the kind allows it: FAISS's GPU index where FAISS has one (flat,
+    ivf), else torch for an exact flat index.  HNSW has no GPU form.  ``device='gpu'`` refuses where neither fits.
+    """
+    if device == "cpu":
+        return "faiss-cpu"
+    if kind != "hnsw" and faiss_gpu:
+        return "faiss-gpu"
+    if kind == "flat" and torch_gpu:
+        return "torch"
+    if device == "gpu":
+        raise ValueError(f"device='gpu' cannot search a {kind!r} index here: flat needs a GPU visible to torch, "
+                         "ivf needs faiss with GPU support (faiss-gpu), and hnsw has no GPU form")
+    return "faiss-cpu"
+
+
+class TorchFlatSearch:
+    """Exact search over a float32 matrix by chunked matmul and top-k with torch, on ``device``.
+
+    The matrix stays in host memory (FAISS's own storage, no copy) and is copied to the device once when
+    it fits in ``resident_share`` of the device's free memory, else streamed there chunk by chunk at every
+    search.  Scores are inner products (``ip``) or squared L2 distances (``l2``), as FAISS's flat indexes give.
+    ``score_bytes`` bounds the (queries x chunk) score matrix of one step.
+    """
+
+    def __init__(self, metric: str, device: str, *, score_bytes: int = 1 << 28, max_chunk_rows: int = 1 << 18,
+                 resident: bool | None = None, resident_share: float = 0.25) -> None:
+        self.metric, self.device = metric, device
+        self.score_bytes, self.max_chunk_rows = score_bytes, max_chunk_rows
+        self.resident, self.resident_share = resident, resident_share
+        self._on_device: Any = None  # the rows copied so far, when resident
+
+    def _fits_on_device(self, nbytes: int) -> bool:
+        import torch
+
+        if not self.device.startswith("cuda"):
+            return False  # on the host the chunks are views of FAISS's storage: a copy would only double it
+        free, _total = torch.cuda.mem_get_info(torch.device(self.device))
+        return nbytes <= free * self.resident_share
+
+    def _rows(self, base: np.ndarray) -> Any:
+        """All rows on the device (copying only those added since the last search), or None to stream them."""
+        import torch
+
+        keep = self.resident if self.resident is not None else self._fits_on_device(base.nbytes)
+        if not keep:
+            self._on_device = None
+            return None
+        have = 0 if self._on_device is None else len(self._on_device)
+        if have < len(base):
+            fresh = torch.from_numpy(base[have:]).to(self.device, copy=True)  # FAISS may move its storage on add
+            self._on_device = fresh if self._on_device is None else torch.cat([self._on_device, fresh])
+        return self._on_device
+
+    def search(self, base: np.ndarray, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(scores, row numbers), each of shape (len(queries), min(k, len(base))), best first, as FAISS returns."""
+        import torch
+
+        k = min(k, len(base))
+        resident = self._rows(base)
+        chunk = int(min(self.max_chunk_rows, max(1024, self.score_bytes // (4 * max(1, len(queries))))))
+        largest = self.metric == "ip"
+        with torch.inference_mode():
+            q = torch.from_numpy(queries).to(self.device)
+            q_norms = (q * q).sum(dim=1, keepdim=True) if not largest else None
+            best_scores = best_rows = None
+            for lo in range(0, len(base), chunk):
+                hi = min(lo + chunk, len(base))
+                x = resident[lo:hi] if resident is not None else torch.from_numpy(base[lo:hi]).to(self.device)
+                scores = q @ x.T
+                if not largest:  # squared L2: |q|^2 - 2 q.x + |x|^2, FAISS's own expansion
+                    scores = (q_norms - 2 * scores + (x * x).sum(dim=1)[None, :]).clamp_(min=0)
+                top_scores, top_rows = torch.topk(scores, min(k, hi - lo), dim=1, largest=largest)
+                top_rows += lo
+                if best_scores is not None:
+                    top_scores = torch.cat([best_scores, top_scores], dim=1)
+                    top_rows = torch.cat([best_rows, top_rows], dim=1)
+                    top_scores, pick = torch.topk(top_scores, min(k, top_scores.shape[1]), dim=1, largest=largest)
+                    top_rows = torch.gather(top_rows, 1, pick)
+                best_scores, best_rows = top_scores, top_rows
+        return best_scores.cpu().numpy(), best_rows.cpu().numpy()
 
 
 class FaissIndex:
@@ -26,8 +132,11 @@ class FaissIndex:
     higher is better); ``metric='l2'`` returns squared L2 distances (lower is
     better).  ``ivf`` trains its coarse quantiser on the first ``add``, which
     must bring at least ``nlist`` vectors (``nlist=None`` picks ~sqrt(n)).
-    ``device='auto'`` moves flat/ivf indexes to GPU 0 when FAISS was built
-    with GPU support and sees a GPU; HNSW always runs on CPU (FAISS has no GPU HNSW).
+    ``device='auto'`` searches on GPU 0 when one is visible: flat and ivf
+    indexes move there when FAISS was built with GPU support, and without it a
+    flat index searches with torch (:class:`TorchFlatSearch`); HNSW always runs
+    on CPU (FAISS has no GPU HNSW).  ``device='gpu'`` takes the same paths and
+    refuses where none fits; ``engine`` says which one was taken.
     """
 
     def __init__(
@@ -58,7 +167,9 @@ class FaissIndex:
         self._ids: list[str] = []
         self._id_set: set[str] = set()
         self._index: Any = None  # built lazily: ivf needs its training data first
-        self.on_gpu = False
+        self.on_gpu = False  # FAISS's GPU index
+        self.engine = "faiss-cpu"
+        self._torch: TorchFlatSearch | None = None
 
     # -- building --------------------------------------------------------------
     def _metric_const(self) -> int:
@@ -93,15 +204,24 @@ class FaissIndex:
     def _maybe_to_gpu(self, index: Any) -> Any:
         import faiss
 
-        want_gpu = self.device == "gpu" or (self.device == "auto" and self.kind != "hnsw")
-        has_gpu = hasattr(faiss, "StandardGpuResources") and faiss.get_num_gpus() > 0
-        if self.device == "gpu" and (not has_gpu or self.kind == "hnsw"):
-            raise ValueError("device='gpu' needs faiss with GPU support, a visible GPU and kind flat or ivf")
-        if want_gpu and has_gpu:
+        if self.device == "cpu":
+            return index
+        gpu = torch_gpu_device() if self.kind == "flat" else None
+        self.engine = search_engine(self.kind, self.device, faiss_gpu=faiss_sees_gpu(), torch_gpu=gpu is not None)
+        if self.engine == "faiss-gpu":
             self._gpu_res = faiss.StandardGpuResources()
             self.on_gpu = True
             return faiss.index_cpu_to_gpu(self._gpu_res, 0, index)
+        if self.engine == "torch":
+            self._torch = TorchFlatSearch(self.metric, gpu or "cuda")
         return index
+
+    def _stored_vectors(self) -> np.ndarray:
+        """The flat index's vectors as a (n, dim) array over FAISS's own storage (no copy)."""
+        import faiss
+
+        n = self._index.ntotal
+        return faiss.rev_swig_ptr(self._index.get_xb(), n * self.dim).reshape(n, self.dim)
 
     def _check_vectors(self, vectors: Any, what: str) -> np.ndarray:
         if not isinstance(vectors, np.ndarray):
@@ -145,7 +265,10 @@ class FaissIndex:
         k_eff = min(k, len(self._ids))
         if self.on_gpu:
             k_eff = min(k_eff, 2048)  # FAISS GPU limit on k
-        scores, labels = self._index.search(queries, k_eff)
+        if self._torch is not None:
+            scores, labels = self._torch.search(self._stored_vectors(), queries, k_eff)
+        else:
+            scores, labels = self._index.search(queries, k_eff)
         return [
             [(self._ids[j], float(s)) for j, s in zip(row_labels, row_scores) if j >= 0]
             for row_labels, row_scores in zip(labels, scores)

@@ -7,19 +7,27 @@ What it does to each request, in order:
 2. applies the chat template ONCE when the request (or the reader) asks for
    chat and the tokenizer has a template (LongBench's released retrieval
    script applied it twice -- a known bug we do not reproduce);
-3. sorts the batch by length, left-pads causal models, generates
-   (greedy unless ``temperature > 0``), and returns results in input order.
-   A causal batch of prompts of different lengths is prefilled one prompt at
-   a time and decoded together (``_prefill_apart``).
+3. sorts the requests by length, cuts them into batches (``batch_size``
+   prompts, and on a GPU ``batch_tokens`` padded tokens), left-pads causal
+   models, generates (greedy unless ``temperature > 0``), and returns results
+   in input order.  On a CPU a causal batch of prompts of different lengths is
+   prefilled one prompt at a time and decoded together (``_prefill_apart``);
+   on a GPU the padded batch is prefilled together, the faster way there.
+
+Every keyword handed to the model or to ``generate`` that transformers renamed
+between releases (the KV cache: ``past_key_values``, then ``cache``) is read
+from the model's own signatures (:class:`ModelKeywords`), never from a version
+number: a forward's ``**kwargs`` swallows a keyword it does not name without a
+word, which is how transformers 5.17 ran on an empty cache.
 
 ``latency_s`` of a generation is its batch's wall time divided by the batch size.
 """
 from __future__ import annotations
 
-import functools
 import inspect
 import logging
 import time
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from pydantic import PositiveInt
@@ -33,14 +41,89 @@ from readers.truncation import cut_at_stop
 log = logging.getLogger(__name__)
 
 
-@functools.cache
-def _cache_kwarg() -> str | None:
-    """The keyword that hands ``generate`` a ready KV cache (``cache`` from transformers 5 on), or None before 5."""
-    from importlib.metadata import version
-
-    return "cache" if int(version("transformers").split(".")[0]) >= 5 else None
+# The names a KV cache has gone by in transformers' signatures, newest first.
+CACHE_KEYWORDS = ("cache", "past_key_values")
+# ``logits_to_keep`` (``num_logits_to_keep`` before transformers 4.50): logits of the last positions only.
+LOGITS_KEYWORDS = ("logits_to_keep", "num_logits_to_keep")
 
 
+def _parameters(fn: Any) -> Any:
+    try:
+        return inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return {}
+
+
+def _first_named(fn: Any, names: Sequence[str]) -> str | None:
+    params = _parameters(fn)
+    return next((name for name in names if name in params), None)
+
+
+@dataclass(frozen=True)
+class ModelKeywords:
+    """The keywords one loaded model takes, read from its signatures once.
+
+    ``forward_cache``: the forward's KV-cache parameter (the prefill calls the forward with it);
+    ``generate_cache``: the one ``generate`` hands on to the forward, which is what
+    ``prepare_inputs_for_generation`` names (``generate`` validates its model kwargs against that signature);
+    ``logits_to_keep``: the forward's parameter that computes the last position's logits only;
+    ``cache_takes_config``: whether ``DynamicCache`` is built from the model's config.
+    None where the model has no such parameter.
+    """
+
+    forward_cache: str | None
+    generate_cache: str | None
+    logits_to_keep: str | None
+    cache_takes_config: bool
+
+    @classmethod
+    def of(cls, model: Any) -> ModelKeywords:
+        from transformers import DynamicCache
+
+        forward = _first_named(model.forward, CACHE_KEYWORDS)
+        prepare = getattr(model, "prepare_inputs_for_generation", None)
+        return cls(forward_cache=forward,
+                   generate_cache=(_first_named(prepare, CACHE_KEYWORDS) if prepare is not None else None) or forward,
+                   logits_to_keep=_first_named(model.forward, LOGITS_KEYWORDS),
+                   cache_takes_config="config" in _parameters(DynamicCache.__init__))
+
+
+def default_prefill_apart(device: str) -> bool:
+    """Prefill each prompt alone on a CPU (its attention keeps the causal fast path only without a mask); on an
+    accelerator the padded batch prefilled together is the fast one (docs/readers.md, "On a GPU")."""
+    return device.split(":")[0] == "cpu"
+
+
+def kv_bytes_per_token(config: Any, dtype_bytes: int) -> int:
+    """Bytes one token's keys and values take across all layers (grouped-query heads counted once)."""
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    heads = text.num_attention_heads
+    head_dim = getattr(text, "head_dim", None) or text.hidden_size // heads
+    kv_heads = getattr(text, "num_key_value_heads", None) or heads
+    return 2 * text.num_hidden_layers * kv_heads * head_dim * dtype_bytes
+
+
+def activation_bytes_per_token(config: Any, dtype_bytes: int) -> int:
+    """Transient bytes one token of a padded prefill takes inside one layer: the residual stream, the attention's
+    query and output, and the MLP's gate and up projections (one layer at a time, so not times the layers)."""
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    intermediate = getattr(text, "intermediate_size", None) or 4 * text.hidden_size
+    return (4 * text.hidden_size + 3 * intermediate) * dtype_bytes
+
+
+# Share of the free GPU memory (after the weights are loaded) that the default ``batch_tokens`` may fill: the
+# rest is headroom for the allocator's fragmentation, the logits and whatever else shares the card.
+GPU_MEMORY_SHARE = 0.5
+
+
+def default_batch_tokens(config: Any, dtype_bytes: int, free_bytes: int, *, share: float = GPU_MEMORY_SHARE) -> int:
+    """Padded tokens (prompts plus new tokens, over a batch) that fit ``share`` of ``free_bytes``: each costs
+    its KV cache and, while the batch is prefilled, its activations."""
+    per_token = kv_bytes_per_token(config, dtype_bytes) + activation_bytes_per_token(config, dtype_bytes)
+    return max(1, int(free_bytes * share) // per_token)
+
+
+CPU_BATCH_SIZE = 4  # prompts a batch on a CPU: what the study reads with (docs/readers.md, "Batching")
 _CONTEXT_FIELDS = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length", "n_ctx")
 
 
@@ -66,17 +149,22 @@ class HFReader(LocalReader):
         chat: bool | None = None,
         device: str = "auto",
         dtype: Any = "auto",
-        batch_size: PositiveInt = 4,
+        batch_size: PositiveInt | None = None,
         gguf_file: str | None = None,
         model_kwargs: dict | None = None,
-        prefill_apart: bool = True,
+        prefill_apart: bool | None = None,
+        batch_tokens: PositiveInt | None = None,
     ) -> None:
         from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
         self.model_name, self.gguf_file = str(model), gguf_file
         self.truncation = truncation
-        self.batch_size, self.prefill_apart = batch_size, prefill_apart
         self.device = resolve_device(device)
+        on_cuda = self.device.startswith("cuda")
+        # CPU: 4 prompts a batch, no token limit, each prompt prefilled alone (as before). CUDA: batches as large as
+        # ``batch_tokens`` allows (sized from free memory below), the padded batch prefilled together.
+        self.batch_size = batch_size if batch_size is not None else (None if on_cuda else CPU_BATCH_SIZE)
+        self.prefill_apart = prefill_apart if prefill_apart is not None else default_prefill_apart(self.device)
         gguf = {"gguf_file": gguf_file} if gguf_file else {}
         config = AutoConfig.from_pretrained(self.model_name, **gguf)
         self.is_encoder_decoder = bool(getattr(config, "is_encoder_decoder", False))
@@ -97,12 +185,21 @@ class HFReader(LocalReader):
         start = time.perf_counter()
         self.model = loader.from_pretrained(self.model_name, **kwargs).to(self.device).eval()
         self.load_s = time.perf_counter() - start
+        self.keywords = ModelKeywords.of(self.model)
+        self.batch_tokens = batch_tokens if batch_tokens is not None or not on_cuda else self._gpu_batch_tokens()
         self.revision = getattr(self.model.config, "_commit_hash", None)
         self.max_context = max_context or self._context_from(config, hf_tok)
         eos = self.model.generation_config.eos_token_id
         if eos is None:
             eos = hf_tok.eos_token_id
         self.eos_ids = set(eos if isinstance(eos, list) else [eos]) - {None}
+
+    def _gpu_batch_tokens(self) -> int:
+        """The default ``batch_tokens`` on a GPU: what half its free memory holds, after the weights are loaded."""
+        import torch
+
+        free, _total = torch.cuda.mem_get_info(torch.device(self.device))
+        return default_batch_tokens(self.model.config, self.model.dtype.itemsize, free)
 
     @staticmethod
     def _context_from(config: Any, tok: Any) -> int:
@@ -143,17 +240,36 @@ class HFReader(LocalReader):
     # -- generation ------------------------------------------------------
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
         prepared = [self._prepare(r) for r in requests]
-        order = sorted(range(len(requests)), key=lambda i: (requests[i].temperature, -len(prepared[i][0])))
         results: list[Generation | None] = [None] * len(requests)
+        for batch in self._batches(requests, [len(ids) for ids, _ in prepared]):
+            self._run_batch(batch, requests, prepared, results)
+        return results  # type: ignore[return-value]
+
+    def _batches(self, requests: Sequence[GenerationRequest], lengths: Sequence[int]) -> list[list[int]]:
+        """Request indices cut into batches, longest prompt first, so the prompts of a batch are of like length.
+
+        A batch closes at ``batch_size`` prompts, at a change of temperature, or when one more prompt would take
+        its padded size (prompts x (longest prompt + most new tokens)) past ``batch_tokens``; a prompt larger
+        than ``batch_tokens`` on its own still runs, alone.
+        """
+        order = sorted(range(len(requests)), key=lambda i: (requests[i].temperature, -lengths[i]))
+        batches: list[list[int]] = []
         batch: list[int] = []
         for i in order:
-            if batch and (len(batch) == self.batch_size or requests[batch[0]].temperature != requests[i].temperature):
-                self._run_batch(batch, requests, prepared, results)
+            if batch and (len(batch) == self.batch_size or requests[batch[0]].temperature != requests[i].temperature
+                          or self._over_tokens(batch + [i], requests, lengths)):
+                batches.append(batch)
                 batch = []
             batch.append(i)
         if batch:
-            self._run_batch(batch, requests, prepared, results)
-        return results  # type: ignore[return-value]
+            batches.append(batch)
+        return batches
+
+    def _over_tokens(self, batch: list[int], requests: Sequence[GenerationRequest], lengths: Sequence[int]) -> bool:
+        if self.batch_tokens is None:
+            return False
+        width = max(lengths[i] for i in batch) + max(requests[i].max_new_tokens for i in batch)
+        return len(batch) * width > self.batch_tokens
 
     def _run_batch(self, batch: list[int], requests: Sequence[GenerationRequest],
                    prepared: list[tuple[list[int], bool]], results: list[Generation | None]) -> None:
@@ -175,7 +291,7 @@ class HFReader(LocalReader):
         with torch.inference_mode():
             cache = self._prefill_apart(enc)
             if cache is not None:
-                options[_cache_kwarg()] = cache
+                options[self.keywords.generate_cache] = cache
             out = self.model.generate(**enc, **options)
         elapsed = time.perf_counter() - start
         new = out if self.is_encoder_decoder else out[:, enc["input_ids"].shape[1]:]
@@ -207,17 +323,18 @@ class HFReader(LocalReader):
         every sequence), so each prompt but its last token is prefilled alone, the caches are left-padded with
         zeros that the mask hides, and ``generate`` decodes the batch from there.  Greedy outputs stay equal to
         batch 1's (tests/readers/test_hf.py).  Only for plain dynamic caches (not sliding windows) of models whose
-        forward takes ``logits_to_keep``, on transformers 5, where this was checked; anything else prefills the
-        padded batch as before.
+        forward takes a cache and ``logits_to_keep`` by name and whose ``DynamicCache`` is built from the config
+        (``ModelKeywords``), where this was checked; anything else prefills the padded batch as before.
         """
         import torch
         from torch.nn.functional import pad
 
         ids, mask = enc["input_ids"], enc["attention_mask"]
         lengths = [int(n) for n in mask.sum(dim=1)]
-        if (not self.prefill_apart or _cache_kwarg() is None or self.is_encoder_decoder
-                or min(lengths) < 2 or len(set(lengths)) == 1
-                or "logits_to_keep" not in inspect.signature(self.model.forward).parameters):
+        words = self.keywords
+        if (not self.prefill_apart or self.is_encoder_decoder or min(lengths) < 2 or len(set(lengths)) == 1
+                or None in (words.forward_cache, words.generate_cache, words.logits_to_keep)
+                or not words.cache_takes_config):
             return None
         from transformers import DynamicCache
         from transformers.cache_utils import DynamicLayer
@@ -226,8 +343,9 @@ class HFReader(LocalReader):
         rows = []
         for row, n in enumerate(lengths):
             cache = DynamicCache(config=self.model.config)
-            self.model(ids[row:row + 1, width + 1 - n:width], use_cache=True, logits_to_keep=1, **{_cache_kwarg(): cache})
-            if not all(type(layer) is DynamicLayer for layer in cache.layers):
+            self.model(ids[row:row + 1, width + 1 - n:width], use_cache=True,
+                       **{words.logits_to_keep: 1, words.forward_cache: cache})
+            if not all(type(layer) is DynamicLayer and layer.keys is not None for layer in cache.layers):
                 return None
             rows.append(cache)
         merged = DynamicCache(config=self.model.config)

@@ -11,7 +11,7 @@ from experiments.cli.curve import curve
 from experiments.cli.data import data_app
 from experiments.cli.errors import set_debug
 from experiments.cli.judge import judge
-from experiments.cli.listing import list_components
+from experiments.cli.listing import cache_app, list_components
 from experiments.cli.quickstart import quickstart
 from experiments.cli.retrieve import chunk, retrieve
 from experiments.cli.run import compare, report, rescore, run, show
@@ -68,6 +68,7 @@ build_app.command("m4le")(build_m4le)
 build_app.command("ruler")(build_ruler)
 app.add_typer(build_app, name="build")
 app.add_typer(data_app, name="data")
+app.add_typer(cache_app, name="cache")
 
 
 def main() -> None:

@@ -7,7 +7,7 @@ from typing import Optional
 import typer
 
 from core.errors import UserError
-from experiments.cli.errors import parse_ints, user_errors
+from experiments.cli.errors import data_path, parse_ints, user_errors
 
 
 @user_errors
@@ -32,7 +32,8 @@ def build_kv(
 
 @user_errors
 def build_m4le(
-    source: Path = typer.Option(..., "--source", help="Short-context QA file (e.g. nq-open-oracle.jsonl.gz)."),
+    source: Path = typer.Option(..., "--source", help="Short-context QA file, a path or a data name "
+                                "(lost_in_the_middle/nq-open-oracle)."),
     target_words: str = typer.Option("1000,2000,4000,8000", "--target-words", help="Comma-separated length buckets in words."),
     ability: str = typer.Option("semantic_single", "--ability", help="explicit_single, semantic_single, explicit_multi, semantic_multi or global; comma-separated for several."),
     n: int = typer.Option(50, "--n", help="Instances per bucket and ability."),
@@ -46,7 +47,7 @@ def build_m4le(
 
     if n < 1:
         raise UserError(f"--n must be >= 1, got {n}")
-    examples = load_examples(source)
+    examples = load_examples(data_path(source))
     records = [
         record
         for target in parse_ints(target_words, "--target-words")
@@ -58,7 +59,7 @@ def build_m4le(
 
 @user_errors
 def build_sweep(
-    litm: Path = typer.Option(..., "--litm", help="Lost in the Middle QA file; gold-only files get distractors from their own passages."),
+    litm: Path = typer.Option(..., "--litm", help="Lost in the Middle QA file, a path or a data name; gold-only files get distractors from their own passages."),
     num_docs: int = typer.Option(20, "--num-docs", help="Documents per example (paper: 10, 20, 30)."),
     positions: str = typer.Option("0,4,9,14,19", "--positions", help="Comma-separated 0-based gold positions."),
     retriever: str = typer.Option("bm25", "--retriever", help="Retriever that ranks distractors when the file has too few."),
@@ -78,7 +79,7 @@ def build_sweep(
     outside = [p for p in position_list if not 0 <= p < num_docs]
     if outside:
         raise UserError(f"--positions {outside} are outside 0..{num_docs - 1} for --num-docs {num_docs}")
-    questions, corpus = load_litm_corpus(litm)
+    questions, corpus = load_litm_corpus(data_path(litm))
     if any(len(distractors_of(q)) < num_docs - 1 for q in questions):
         questions = add_distractors(questions, corpus, num_docs, retriever=retriever, method=distractors, seed=seed)
     for p in position_list:
@@ -118,7 +119,7 @@ def build_ruler(
             essay = haystack.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as err:
             raise UserError(f"cannot read --haystack {haystack}: {err}") from None
-    qa = load_examples(qa_source) if qa_source is not None and "qa" in names else []
+    qa = load_examples(data_path(qa_source)) if qa_source is not None and "qa" in names else []
     count = token_counter(tokenizer)
     for name in names:
         records = generate(name, parse_ints(lengths, "--lengths"), n, count=count, seed=seed,

@@ -13,7 +13,7 @@ from typing import List, Optional
 import typer
 
 from core.errors import UserError
-from experiments.cli.errors import parse_ints, plain_output, print_table, user_errors
+from experiments.cli.errors import data_path, parse_ints, plain_output, print_table, user_errors
 from experiments.cli.retrieve import retriever_spec, shard_plan
 
 DEFAULT_KS = "1,2,5,10,20,30,40,50"
@@ -50,7 +50,8 @@ def curve_shard_plan(cfg, out: Path, executor: str, ray_address: Optional[str], 
 
 @user_errors
 def curve(
-    litm: Optional[Path] = typer.Option(None, "--litm", help="Lost in the Middle QA file (e.g. nq-open-oracle.jsonl.gz); its passages are the corpus."),
+    litm: Optional[Path] = typer.Option(None, "--litm", help="Lost in the Middle QA file, a path or a data name "
+                                       "(lost_in_the_middle/nq-open-oracle); its passages are the corpus."),
     retriever: str = typer.Option("bm25", "--retriever", help="Retriever name (bm25, minilm, contriever, ...)."),
     retriever_param: List[str] = typer.Option([], "--retriever-param", help="KEY=VALUE for the retriever (YAML values; repeatable)."),
     reader: Optional[List[str]] = typer.Option(None, "--reader", help="Reader name; repeat for several readers; default smollm2."),
@@ -81,7 +82,7 @@ def curve(
         k_list = parse_ints(ks, "--ks")
         if min(k_list) < 1:
             raise UserError(f"--ks must be positive, got {ks}")
-        cfg = parse_config(curve_config(litm, retriever_spec(retriever, retriever_param), reader or ["smollm2"],
+        cfg = parse_config(curve_config(data_path(litm), retriever_spec(retriever, retriever_param), reader or ["smollm2"],
                                         k_list, limit, query_aware), "ctxcomp curve options")
     plan = curve_shard_plan(cfg, out, executor, ray_address, workers, shards, shard_size)
     result = execute(cfg, out, plain=plain_output(plain), shards=plan, summary=False)

@@ -11,7 +11,7 @@ import typer
 
 from core.errors import UserError
 from core.registry import ComponentSpec
-from experiments.cli.errors import parse_overrides, user_errors
+from experiments.cli.errors import data_path, parse_overrides, user_errors
 from indexes.chunking import make_chunker
 
 
@@ -68,7 +68,8 @@ def shard_plan(executor: str, ray_address: Optional[str], workers: Optional[int]
 def retrieve(
     corpus: Optional[Path] = typer.Argument(None, help="JSONL corpus: id, text[, title]."),
     queries: Optional[Path] = typer.Argument(None, help="JSONL queries: id, query[, answers]."),
-    litm: Optional[Path] = typer.Option(None, "--litm", help="A Lost-in-the-Middle file (.jsonl or .jsonl.gz) as corpus and queries."),
+    litm: Optional[Path] = typer.Option(None, "--litm", help="A Lost-in-the-Middle file (.jsonl or .jsonl.gz) as corpus and queries: a path, or a data name "
+                                       "from `ctxcomp data list` (lost_in_the_middle/nq-open-oracle)."),
     retriever: str = typer.Option("bm25", "--retriever", help="bm25, contriever, mcontriever, minilm, openai, ... or pkg.mod:Class."),
     retriever_param: List[str] = typer.Option([], "--retriever-param", help="KEY=VALUE for the retriever (YAML values; repeatable)."),
     k: int = typer.Option(20, "-k", "--k", "--top-k", help="Hits kept per query."),
@@ -105,7 +106,7 @@ def retrieve(
     if litm is not None:
         if corpus is not None or queries is not None:
             raise UserError("give either --litm FILE or CORPUS QUERIES, not both")
-        chunks, qs = litm_corpus_and_queries(litm, limit)
+        chunks, qs = litm_corpus_and_queries(data_path(litm), limit)
     else:
         if corpus is None or queries is None:
             raise UserError("give CORPUS and QUERIES (JSONL files), or --litm FILE")

@@ -237,10 +237,20 @@ def compare(
 @user_errors
 def show(
     run_dir: Path = typer.Argument(..., help="A run directory."),
-    example_id: str = typer.Option(..., "--id", help="The example id (as in predictions.jsonl)."),
+    example_id: Optional[str] = typer.Option(None, "--id", help="The example id (as in predictions.jsonl)."),
     config: Optional[str] = typer.Option(None, "--config", help="Only this config hash (a prefix is enough)."),
+    manifest: bool = typer.Option(False, "--manifest", help="Print what made the run instead: versions, git "
+                                  "commit, data files' sha256, the machine, the command line, per session."),
 ) -> None:
     """Print one example: question, answers, kept context, the compressor's trace, the prompt and the prediction."""
+    if manifest:
+        from experiments.data.provenance import describe_manifest, read_manifest
+        from experiments.data.store import RunDir
+
+        typer.echo(describe_manifest(read_manifest(RunDir(run_dir).require().path)))
+        return
+    if example_id is None:
+        raise typer.BadParameter("missing --id EXAMPLE_ID (or --manifest)")
     from experiments.report.view_examples import show_example
 
     typer.echo(show_example(run_dir, example_id, config_hash=config))

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from core.errors import UserError
+from experiments.data.provenance import run_version_warnings
 from experiments.report.cells import Cell, RunData, load_run, paired_vs
 from experiments.report.stats import MIN_PAIRS, PairedDelta, format_delta, paired_delta
 
@@ -101,7 +102,7 @@ def compare_runs(run_a: str | Path, run_b: str | Path,
     full_b = {(k[0], k[1]): c for k, c in b.items() if c.is_full}
     header = ["task", "reader", "compressor", "A", "B", "B - A [95% CI]", "p", "n common", "n A", "n B"]
     common = [k for k in a if k in b]
-    body, notes, dod_rows = [], [], {}
+    body, notes, dod_rows = [], run_version_warnings(run_a, run_b), {}
     ia, ib = da.items(), db.items()
     for key in common:
         ca, cb = a[key], b[key]

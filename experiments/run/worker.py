@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 
 from compressors.base import CompressedContext, Compressor
 from compressors.registry import make_compressor
+from core.caches import LEDGER
 from core.errors import ExampleFailure, UserError
 from experiments.data.records import Example, Failure, Prediction, Trace, budget_row_label
 from experiments.run.config import RunConfig, TaskConfig
@@ -67,6 +68,8 @@ class UnitResult:
     cache_hits: int = 0
     retries: int = 0
     compressor_model_calls: int = 0
+    # (cache, folder, keys) of the cache entries this unit read or wrote (core.caches), for `ctxcomp cache --run`
+    cache_keys: list[tuple[str, str, list[str]]] = field(default_factory=list)
 
 
 def prompt_hash(prompt: str) -> str:
@@ -95,6 +98,7 @@ class Worker:
         self._examples: dict[str, dict[str, Example]] = {}
         self._readers: dict[str, CachedReader] = {}
         self._compressors: dict[str, Compressor] = {}
+        LEDGER.start(self)  # the caches note the keys this worker's units use; each unit takes its own
 
     # -- components ------------------------------------------------------------
     def examples(self, task: TaskConfig) -> dict[str, Example]:
@@ -139,6 +143,7 @@ class Worker:
             reader.close()
         self._readers.clear()
         self._compressors.clear()
+        LEDGER.stop(self)
 
     # -- one unit --------------------------------------------------------------
     def process(self, unit: WorkUnit, progress: ProgressFn | None = None, step: StepFn | None = None) -> UnitResult:
@@ -178,6 +183,7 @@ class Worker:
                              _tokens_seen(reader, compressed, request, first or gen))
         result.cache_hits = reader.hits - hits1
         result.model_calls = reader.misses - misses1
+        result.cache_keys = LEDGER.take()
         return result
 
     @staticmethod

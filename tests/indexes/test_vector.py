@@ -103,3 +103,65 @@ def test_boundary_checks():
         index.search(np.ones((1, 4), dtype=np.float32), 0)
     with pytest.raises(ValueError):
         FaissIndex(4, "annoy")
+
+
+# -- exact search with torch, for a GPU without faiss-gpu (run here on CPU torch) ------------------------------
+@pytest.mark.parametrize("metric", ["ip", "l2"])
+@pytest.mark.parametrize("resident", [True, False])
+def test_torch_flat_search_equals_faiss_flat(metric, resident):
+    """Chunks far smaller than the base, so the top-k of every chunk is merged many times."""
+    import faiss
+
+    from indexes.vector import TorchFlatSearch
+
+    base, queries = unit_rows(3000, 24, 3), unit_rows(37, 24, 4)
+    exact = faiss.IndexFlatIP(24) if metric == "ip" else faiss.IndexFlatL2(24)
+    exact.add(base)
+    want_scores, want_rows = exact.search(queries, 50)
+    search = TorchFlatSearch(metric, "cpu", score_bytes=37 * 4 * 1024, max_chunk_rows=1024, resident=resident)
+    scores, rows = search.search(base, queries, 50)
+    assert rows.shape == (37, 50) and scores.dtype == np.float32
+    np.testing.assert_array_equal(rows, want_rows)
+    np.testing.assert_allclose(scores, want_scores, rtol=0, atol=1e-5)
+    _, short_rows = search.search(base[:7], queries, 50)  # k above the rows: all of them, ranked
+    assert short_rows.shape == (37, 7) and sorted(short_rows[0]) == list(range(7))
+
+
+def test_the_engine_follows_the_gpu_faiss_and_the_kind():
+    from indexes.vector import search_engine
+
+    def engine(kind, device, faiss_gpu=False, torch_gpu=False):
+        return search_engine(kind, device, faiss_gpu=faiss_gpu, torch_gpu=torch_gpu)
+
+    assert engine("flat", "auto") == engine("ivf", "auto") == "faiss-cpu"
+    assert engine("flat", "auto", torch_gpu=True) == "torch"          # a GPU, no faiss-gpu: torch searches it
+    assert engine("flat", "gpu", torch_gpu=True) == "torch"           # where it used to refuse
+    assert engine("flat", "gpu", faiss_gpu=True, torch_gpu=True) == "faiss-gpu"
+    assert engine("ivf", "auto", torch_gpu=True) == "faiss-cpu"       # approximate kinds need faiss-gpu
+    assert engine("hnsw", "auto", faiss_gpu=True, torch_gpu=True) == "faiss-cpu"
+    assert engine("flat", "cpu", faiss_gpu=True, torch_gpu=True) == "faiss-cpu"
+    for kind, flags in [("flat", {}), ("ivf", {"torch_gpu": True}), ("hnsw", {"faiss_gpu": True})]:
+        with pytest.raises(ValueError, match="device='gpu' cannot search"):
+            engine(kind, "gpu", **flags)
+
+
+def test_an_index_searching_with_torch_gives_faiss_hits_and_saves_as_faiss(data, tmp_path, monkeypatch):
+    """The wiring of FaissIndex: where torch reports a GPU (here its CPU stands in for it), device='gpu' searches
+    with torch, adds after a search are seen, and the saved index is FAISS's own."""
+    import indexes.vector as vector
+
+    base, queries, ids = data
+    monkeypatch.setattr(vector, "torch_gpu_device", lambda: "cpu")
+    monkeypatch.setattr(vector, "faiss_sees_gpu", lambda: False)
+    on_torch = FaissIndex(16, "flat", device="gpu")
+    on_torch.add(ids[:300], base[:300])
+    assert on_torch.engine == "torch"
+    on_torch.search(queries, 3)
+    on_torch.add(ids[300:], base[300:])
+    exact = FaissIndex(16, "flat", device="cpu")
+    exact.add(ids, base)
+    got, want = on_torch.search(queries, 10), exact.search(queries, 10)
+    assert [[i for i, _ in row] for row in got] == [[i for i, _ in row] for row in want]
+    np.testing.assert_allclose([[s for _, s in row] for row in got], [[s for _, s in row] for row in want], atol=1e-5)
+    on_torch.save(tmp_path / "idx")
+    assert FaissIndex.load(tmp_path / "idx", device="cpu").search(queries, 10) == want
