@@ -82,16 +82,21 @@ def rouge_lsum(prediction: str, ground_truth: str) -> float:
 
 @metric("helmet_rouge_lsum", reference="HELMET utils.py calculate_metrics rougeLsum_f1 via data.py default_post_process")
 def helmet_rouge_lsum(prediction: str, ground_truth: str, *, all_classes: Sequence[str] = ()) -> float:
-    """HELMET's ∞Bench Sum ROUGE-Lsum: of the raw output or of ``parse_output`` after ``Answer:`` (else its first
-    line), whichever is higher (HELMET's headline summary score is the judge's; this is the automatic one)."""
+    """HELMET's ∞Bench Sum ROUGE-Lsum: the raw output's or the one parsed after ``Answer:``, whichever is higher.
+
+    ``parse_output`` falls back to the first line, so in practice a summary scores on its first line too.
+    HELMET's headline summary score is the judge's; this is the automatic one beside it.
+    """
     return raw_or_parsed(rouge_lsum, prediction, ground_truth, ANSWER_PREFIX)
 
 
 @metric("helmet_rouge_lsum_multi_lexsum",
         reference="HELMET utils.py calculate_metrics rougeLsum_f1 via data.py load_multi_lexsum post_process")
 def helmet_rouge_lsum_multi_lexsum(prediction: str, ground_truth: str, *, all_classes: Sequence[str] = ()) -> float:
-    """HELMET's Multi-LexSum ROUGE-Lsum: of the raw output or of ``parse_output`` after ``Summary:`` (else its
-    first line), whichever is higher."""
+    """HELMET's Multi-LexSum ROUGE-Lsum: the raw output's or the one parsed after ``Summary:``, whichever is higher.
+
+    ``parse_output`` falls back to the first line when the output holds no ``Summary:``.
+    """
     return raw_or_parsed(rouge_lsum, prediction, ground_truth, SUMMARY_PREFIX)
 
 
