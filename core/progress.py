@@ -1,6 +1,12 @@
-"""The one progress bar: tqdm on stderr, off when asked (``progress=False``) or when ``CTXCOMP_NO_PROGRESS`` is set."""
+"""The one progress bar: tqdm on stderr, off when asked (``progress=False``) or when ``CTXCOMP_NO_PROGRESS`` is set.
+
+Work that takes long inside one example (a summary per chunk, LLMLingua's passes) says how far it is through
+:func:`progress_note`; a run shows the note beside its bar (:func:`reporting_progress`), elsewhere it goes nowhere.
+"""
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
@@ -40,4 +46,29 @@ def corpus_progress(items: Iterable[T], total: int, desc: str, *,
             bar.update(passages(item))
 
 
-__all__ = ["LARGE_CORPUS", "corpus_progress", "progress_bar", "progress_enabled"]
+Note = Callable[[str], None]
+_notes: contextvars.ContextVar[Note | None] = contextvars.ContextVar("ctxcomp_progress_notes", default=None)
+
+
+@contextlib.contextmanager
+def reporting_progress(show: Note) -> Iterator[None]:
+    """Within the block, :func:`progress_note` lines go to ``show`` (the run's bar)."""
+    token = _notes.set(show)
+    try:
+        yield
+    finally:
+        _notes.reset(token)
+
+
+def progress_note() -> Note:
+    """Where to say how far a long step inside one example is; a no-op outside a run.  Take it in the calling
+    thread: a reader's worker threads do not see the run's context."""
+    return _notes.get() or _silent
+
+
+def _silent(_message: str) -> None:
+    return None
+
+
+__all__ = ["LARGE_CORPUS", "corpus_progress", "progress_bar", "progress_enabled", "progress_note",
+           "reporting_progress"]

@@ -1,10 +1,15 @@
 """A content-addressed generation cache around any reader, so a re-run makes no model call.
 
 Key: sha256 of (reader identity, prompt, max_new_tokens, temperature, stop,
-chat).  Only successful generations are stored, so a request that failed is
-asked again next time.  Entries live in a ``diskcache`` store (SQLite, atomic
-writes) under ``$CTXCOMP_CACHE_DIR/generations`` (default
-``~/.cache/ctxcomp/generations``), safe to share between processes.
+chat, the system message, and the versions that decide the output: ctxcomp's
+prompt and scoring versions and the reader's backend library, see
+:func:`key_versions`).  So a fix in ctxcomp's prompt building or scoring (its
+version bumped, ``core.versions``) or another transformers / torch never
+answers from a generation made before it.  Only successful generations are
+stored, so a request that failed is asked again next time.  Entries live in a
+``diskcache`` store (SQLite, atomic writes) under
+``$CTXCOMP_CACHE_DIR/generations`` (default ``~/.cache/ctxcomp/generations``),
+safe to share between processes and installations.
 """
 from __future__ import annotations
 
@@ -17,15 +22,42 @@ import time
 from pathlib import Path
 from typing import Sequence
 
+from core.caches import LEDGER, open_store
 from core.paths import cache_root
+from core.versions import versions_tag
 from readers.base import Generation, GenerationRequest, Reader, Tokenizer, TruncationPolicy
 
+CACHE_NAME = "generations"
 
-def generation_key(identity: str, req: GenerationRequest) -> str:
-    """The cache key of one request to the reader named by ``identity``."""
+# The libraries that compute a reader's output, by the module that defines its class (the first one found along
+# the class's bases).  A reader's ``identity`` already names a served model (OpenAI-compatible: the model id) and
+# llama.cpp's version; a reader of another module may name its own with a ``backend_version`` string attribute.
+BACKEND_PACKAGES: dict[str, tuple[str, ...]] = {
+    "readers.hf": ("torch", "transformers"),
+    "readers.llama_cpp": ("llama-cpp-python",),
+    "readers.openai_compat": (),
+    "readers.extractive": (),
+}
+
+
+def key_versions(reader: Reader) -> str:
+    """What besides the request decides ``reader``'s output: ``prompt=1,scoring=1,torch=2.13.0,transformers=...``."""
+    own = getattr(reader, "backend_version", None)
+    if isinstance(own, str):
+        return f"{versions_tag()},backend={own}"
+    for cls in type(reader).__mro__:
+        if cls.__module__ in BACKEND_PACKAGES:
+            return versions_tag(BACKEND_PACKAGES[cls.__module__])
+    return versions_tag()
+
+
+def generation_key(identity: str, req: GenerationRequest, versions: str = "") -> str:
+    """The cache key of one request to the reader named by ``identity`` under ``versions`` (:func:`key_versions`)."""
     payload = [identity, req.prompt, req.max_new_tokens, req.temperature, list(req.stop), req.chat]
-    if req.system is not None:  # appended only when set, so keys made before system messages existed still hit
+    if req.system is not None:
         payload.append({"system": req.system})
+    if versions:
+        payload.append({"versions": versions})
     return hashlib.sha256(json.dumps(payload, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
@@ -39,13 +71,12 @@ class CachedReader(Reader):
     """
 
     def __init__(self, inner: Reader, directory: str | os.PathLike | None = None) -> None:
-        import diskcache
-
         if isinstance(inner, CachedReader):
             raise TypeError("a CachedReader must not wrap another CachedReader")
         self.inner = inner
-        self.directory = Path(directory) if directory is not None else cache_root() / "generations"
-        self.store = diskcache.Cache(str(self.directory))
+        self.directory = Path(directory) if directory is not None else cache_root() / CACHE_NAME
+        self.store = open_store(self.directory, "generation")
+        self.versions = key_versions(inner)
         self.hits = 0
         self.misses = 0
 
@@ -72,17 +103,22 @@ class CachedReader(Reader):
     def count_tokens(self, text: str) -> int:
         return self.inner.count_tokens(text)
 
+    def key(self, request: GenerationRequest) -> str:
+        """This request's cache key."""
+        return generation_key(self.inner.identity, request, self.versions)
+
     def is_cached(self, request: GenerationRequest) -> bool:
         """Whether ``generate`` would answer this request from the cache (for dry runs; counts nothing)."""
-        return generation_key(self.inner.identity, request) in self.store
+        return self.key(request) in self.store
 
     def forget(self, request: GenerationRequest) -> None:
         """Drop this request's cached generation (an answer found unusable), so the next call asks again."""
-        self.store.delete(generation_key(self.inner.identity, request))
+        self.store.delete(self.key(request))
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
         identity = self.inner.identity
-        keys = [generation_key(identity, r) for r in requests]
+        keys = [generation_key(identity, r, self.versions) for r in requests]
+        LEDGER.note(CACHE_NAME, self.directory, keys)
         results: list[Generation | None] = []
         for key in keys:
             start = time.perf_counter()

@@ -11,6 +11,7 @@ import sys
 import threading
 import traceback
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Callable, TypeVar
 
 import typer
@@ -124,6 +125,17 @@ def one_line(message: str | BaseException) -> str:
     if not rest:
         return head
     return f"{head} {'; '.join(rest)}" if head.endswith(":") else "; ".join([head, *rest])
+
+
+def data_path(value: Path | None) -> Path | None:
+    """A file option's value (``--litm``, ``--source``): a path that exists, else a data name from ``ctxcomp data
+    list`` as its file in the data directory (one line naming ``ctxcomp data get`` when it is not fetched), else the
+    path as given, whose reader then says it is missing."""
+    if value is None or value.exists():
+        return value
+    from experiments.data.catalog import catalog, local_file
+
+    return local_file(str(value)) if str(value) in catalog() else value
 
 
 def parse_ints(text: str, option: str) -> list[int]:

@@ -1,5 +1,6 @@
-"""``ctxcomp list``: every registered component with a one-line description and its parameters, plugins included;
-``ctxcomp list --config CONFIG``: the plugins one config names, wherever they sit in it."""
+"""What is there: ``ctxcomp list`` (every registered component with a one-line description and its parameters,
+plugins included; ``--config CONFIG``: the plugins one config names, wherever they sit in it) and
+``ctxcomp cache info|clear`` (where the caches are, how big, what a run used; removing one run's entries)."""
 from __future__ import annotations
 
 import inspect
@@ -134,3 +135,118 @@ def list_components(
             typer.echo(TASK_SELECTION)
         if kind is None:
             typer.echo("")
+
+
+# -- ctxcomp cache ---------------------------------------------------------------------------------------------
+
+cache_app = typer.Typer(help="The caches under $CTXCOMP_CACHE_DIR (default ~/.cache/ctxcomp): where they are, how "
+                             "big, what a run used; remove one run's entries.", no_args_is_help=True)
+
+
+def _size(n: int) -> str:
+    for unit, step in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= step:
+            return f"{n / step:.1f} {unit}"
+    return f"{n} B"
+
+
+def cache_folders() -> list[tuple[str, Path]]:
+    """Every folder ctxcomp keeps under the cache root (or where its own variable moves it), by name."""
+    from core.paths import cache_root, model_cache_root
+    from experiments.data.catalog import data_dir
+    from experiments.run.sharding import default_shard_root
+    from indexes.cache import CACHE_NAME as EMBEDDINGS
+    from readers.cache import CACHE_NAME as GENERATIONS
+
+    root = cache_root()
+    return [(GENERATIONS, root / GENERATIONS), (EMBEDDINGS, root / EMBEDDINGS), ("models", model_cache_root()),
+            ("data", data_dir()), ("shards", default_shard_root()), ("file hashes", root / "file_hashes")]
+
+
+def _entries(name: str, folder: Path) -> str:
+    """Entries of a diskcache store (embeddings without their recorded times), else files in the folder."""
+    from core.caches import is_diskcache
+
+    if not folder.is_dir():
+        return "-"
+    if is_diskcache(folder):
+        if name == "embeddings":
+            from indexes.cache import EmbeddingCache
+
+            return f"{len(EmbeddingCache(folder)):,}"
+        import diskcache
+
+        with diskcache.Cache(str(folder)) as store:
+            return f"{len(store):,}"
+    return f"{sum(1 for p in folder.rglob('*') if p.is_file()):,} file(s)"
+
+
+def _still_cached(cache: str, folder: str, keys: set[str]) -> int:
+    from core.caches import is_diskcache
+
+    if not is_diskcache(folder):
+        return 0
+    import diskcache
+
+    with diskcache.Cache(folder) as store:
+        return sum(1 for key in keys if key in store)
+
+
+@cache_app.command("info")
+@user_errors
+def cache_info(
+    run: Optional[Path] = typer.Option(None, "--run", help="Also count the entries this run directory used "
+                                       "(recorded in its cache_keys.jsonl) and how many are still cached."),
+    plain: bool = typer.Option(False, "--plain", help="Plain Markdown tables (the default when stdout is not a terminal)."),
+) -> None:
+    """Where the caches are, their sizes and entry counts; with --run, how many entries a run used."""
+    import os
+
+    from core.caches import folder_bytes
+    from core.paths import cache_root
+
+    root = os.environ.get("CTXCOMP_CACHE_DIR")
+    typer.echo(f"cache root: {cache_root()} " + (f"(CTXCOMP_CACHE_DIR={root})" if root else
+               "(the default, shared by every installation on this machine; CTXCOMP_CACHE_DIR moves it)"))
+    body = [[name, str(folder), _size(folder_bytes(folder)) if folder.is_dir() else "not made yet",
+             _entries(name, folder)] for name, folder in cache_folders()]
+    print_table(["cache", "folder", "size", "entries"], body, plain=plain_output(plain))
+    if run is None:
+        return
+    from experiments.data.provenance import CACHE_KEYS, read_cache_keys
+    from experiments.data.store import RunDir
+
+    used = read_cache_keys(RunDir(run).require().path)
+    if not used:
+        typer.echo(f"{run} recorded no cache entries (no {CACHE_KEYS}: a run made before ctxcomp recorded them, "
+                   "or one whose work no cache served)")
+        return
+    rows = [[cache, folder, f"{len(keys):,}", f"{_still_cached(cache, folder, keys):,}"]
+            for (cache, folder), keys in sorted(used.items())]
+    print_table(["cache", "folder", "entries the run used", "still cached"], rows, plain=plain_output(plain),
+                title=f"entries used by {run}")
+
+
+@cache_app.command("clear")
+@user_errors
+def cache_clear(
+    run: Path = typer.Option(..., "--run", help="Remove the entries this run directory used (its cache_keys.jsonl); "
+                             "entries no other run needs are made again when a run asks for them."),
+) -> None:
+    """Remove one run's generation and embedding cache entries (and nothing else); the run's own files stay."""
+    from core.caches import forget, is_diskcache
+    from experiments.data.provenance import CACHE_KEYS, read_cache_keys
+    from experiments.data.store import RunDir
+    from indexes.cache import CACHE_NAME as EMBEDDINGS
+    from indexes.cache import EmbeddingCache
+
+    used = read_cache_keys(RunDir(run).require().path)
+    if not used:
+        raise UserError(f"{run} recorded no cache entries (no {CACHE_KEYS}); nothing to remove")
+    for (cache, folder), keys in sorted(used.items()):
+        if cache == EMBEDDINGS:
+            removed = EmbeddingCache(folder).forget(keys) if is_diskcache(folder) else 0
+        else:
+            removed = forget(folder, keys)
+        typer.echo(f"{cache}: removed {removed:,} of the {len(keys):,} entries {run} used from {folder}"
+                   + (f" ({len(keys) - removed:,} were no longer there)" if removed < len(keys) else ""))

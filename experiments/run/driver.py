@@ -8,9 +8,13 @@ records as it comes back: prompts and traces first, then the prediction lines
 that commit them.  Every prediction line is keyed by (task, example id, config
 hash); a resumed run skips keys already recorded, retries those that failed,
 and reuses the generation cache, so no completed model call is made twice.
+Each session adds what made it to ``manifest.json`` (versions, data files'
+sha256, the machine, the command line), and each unit the cache entries it used
+to ``cache_keys.jsonl`` (``experiments.data.provenance``).
 """
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import time
@@ -20,9 +24,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.caches import LEDGER
 from core.errors import UserError
 from core.files import disk_error, write_atomic
-from core.progress import progress_bar
+from core.progress import progress_bar, reporting_progress
+from experiments.data.catalog import catalog, local_file
+from experiments.data.provenance import add_session, append_cache_keys, end_session, session_record
 from experiments.data.records import RecordKey
 from experiments.data.store import CONFIG, GRID, LOCK, RunDir
 from experiments.run.config import RunConfig, dump_config, load_config
@@ -36,7 +43,7 @@ from experiments.run.plan import (
     dry_run,
     pending_units,
 )
-from experiments.run.worker import UnitResult, Worker
+from experiments.run.worker import UnitResult, Worker, WorkUnit
 from readers.base import Reader
 from readers.registry import make_reader
 
@@ -117,7 +124,16 @@ class Runner:
     def run(self) -> RunStats:
         with exclusive(self.run_dir):
             self._claim()
-            return self._run()
+            differs = add_session(self.run_dir, session_record(data_files(self.config)))
+            if differs:
+                self.notify(f"warning: {self.run_dir} is continued with other versions than its last session, so "
+                            f"its predictions will mix both: {'; '.join(differs)} (`ctxcomp show {self.run_dir} "
+                            "--manifest`)")
+            try:
+                return self._run()
+            finally:
+                with contextlib.suppress(UserError, OSError):  # never hides why the run stopped
+                    end_session(self.run_dir)
 
     def _claim(self) -> None:
         """Make the directory this config's run: write its config and grid, or check the ones it holds."""
@@ -175,26 +191,38 @@ class Runner:
         self.stats.examples = already + sum(len(u.ids) for u in units)
         with progress_bar(self.stats.examples, "predict", enabled=self.progress) as bar:
             bar.update(already)
+            cells = _CellNames(self, units)
+            bar.set_description(cells.current(), refresh=False)
+            answered = [0]  # requests of the units in flight the reader has answered, not yet saved
+
+            def read(n: int) -> None:
+                answered[0] += n
+                bar.set_postfix_str(f"{answered[0]} answered, saving with their batch", refresh=False)
 
             def step(done: int, total: int) -> None:
                 bar.set_postfix_str(f"generating token {done}/{total}", refresh=False)
 
-            def write(result: UnitResult) -> None:
+            def write(result: UnitResult) -> None:  # the bar counts what is saved, never ahead of it
                 self._write(result)
-                head = (result.predictions or result.failures or [None])[0]
-                if head is not None:
-                    bar.set_description(f"{head.task} | {head.compressor} | {head.reader}"[:70], refresh=False)
+                saved = len(result.predictions) + len(result.failures)
+                answered[0] = max(0, answered[0] - saved)
+                bar.set_description(cells.done(result), refresh=False)
                 bar.set_postfix_str("", refresh=False)
+                bar.update(saved)
 
             try:
-                self.executor.run(self.config, units, write, bar.update, step)
+                with reporting_progress(lambda message: bar.set_postfix_str(message, refresh=True)):
+                    self.executor.run(self.config, units, write, read, step)
             finally:
                 self.stats.wall_s = round(time.perf_counter() - start, 3)
+                with contextlib.suppress(UserError, OSError):  # keys the driver's own work used (a corpus indexed)
+                    append_cache_keys(self.run_dir, LEDGER.take())
         return self.stats
 
     def _write(self, result: UnitResult) -> None:
         """Write one unit's records: prompts and traces first, then the prediction lines that commit them; each log
     takes the unit's lines in one write and one fsync."""
+        append_cache_keys(self.run_dir, result.cache_keys)
         for phash, prompt in result.prompts.items():
             path = self.files.prompt_path(phash)
             if not path.exists() or not path.stat().st_size:  # empty: a power loss caught it before its sync
@@ -212,6 +240,49 @@ class Runner:
         self.stats.cache_hits += result.cache_hits
         self.stats.retries += result.retries
         self.stats.compressor_model_calls += result.compressor_model_calls
+
+
+class _CellNames:
+    """The bar's label: the cell (task | compressor | reader) of the oldest unit not yet saved, i.e. the one being
+    worked on (the local executor runs units in order).  Labels come from the config until a unit of the point
+    comes back with the components' own."""
+
+    def __init__(self, runner: Runner, units: list[WorkUnit]) -> None:
+        self.runner = runner
+        self.pending = dict.fromkeys(units)
+        self.known: dict[int, tuple[str, str]] = {}
+
+    def current(self) -> str:
+        unit = next(iter(self.pending), None)
+        if unit is None:
+            return "predict"
+        point = self.runner.grid[unit.point]
+        compressor, reader = self.known.get(unit.point) or (point.compressor.label or point.compressor.name,
+                                                            point.reader.label or point.reader.name)
+        return f"{self.runner.config.tasks[unit.task].key} | {compressor} | {reader}"[:70]
+
+    def done(self, result: UnitResult) -> str:
+        self.pending.pop(result.unit, None)
+        head = (result.predictions or result.failures or [None])[0]
+        if head is not None:
+            self.known[result.unit.point] = (head.compressor, head.reader)
+        return self.current()
+
+
+def data_files(config: RunConfig) -> list[str]:
+    """The files a run reads its examples from (task files, data names' files, open-domain corpora, RULER's QA
+    source and essay, task spec files), for the manifest's sha256s; hub and generated data have none."""
+    paths = []
+    for task in config.tasks:
+        ruler = task.ruler
+        for value in (task.file, task.open_domain and task.open_domain.corpus, ruler and ruler.qa_source,
+                      ruler and ruler.essay, task.name if task.name.endswith((".yaml", ".yml")) else None):
+            if value:
+                with contextlib.suppress(UserError):  # a data name not fetched is said where it is read
+                    path = local_file(value) if value in catalog() else Path(value)
+                    if path.is_file():
+                        paths.append(str(path))
+    return paths
 
 
 @contextmanager
@@ -238,4 +309,4 @@ def exclusive(run_dir: Path) -> Iterator[None]:
             path.unlink(missing_ok=True)
 
 
-__all__ = ["RunDirError", "RunStats", "Runner", "exclusive"]
+__all__ = ["RunDirError", "RunStats", "Runner", "data_files", "exclusive"]

@@ -1,0 +1,109 @@
+"""The content-addressed caches (generations, embeddings) seen from outside: which keys this process used, how
+many entries a cache holds and how many bytes, and forgetting given keys.
+
+A run records the keys it used (``ctxcomp cache info --run`` counts them, ``ctxcomp cache clear --run`` removes
+them): the caches note every key they read or write into :data:`LEDGER` while a run's worker has it recording,
+and the worker hands what was noted to the driver with each unit of work.  Outside a run nothing is noted, so a
+long-lived process that uses a cache directly does not grow.
+"""
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from core.errors import UserError
+
+# the file diskcache keeps its index in: a folder without one holds no cache
+DISKCACHE_DB = "cache.db"
+
+
+class CacheError(UserError):
+    """A cache folder cannot be made or written (a file in the way, no permission, a read-only disk)."""
+
+
+def open_store(directory: str | os.PathLike, what: str) -> Any:
+    """The diskcache store in ``directory`` (made when missing); a folder that cannot be made or written is one
+    line naming it and ``CTXCOMP_CACHE_DIR``."""
+    import diskcache
+
+    try:
+        return diskcache.Cache(str(directory))
+    except (OSError, sqlite3.Error) as err:
+        reason = getattr(err, "strerror", None) or str(err)
+        raise CacheError(f"the {what} cache in {directory} cannot be used: {reason}; set CTXCOMP_CACHE_DIR to a "
+                         "folder this user may write (docs/reliability.md, \"Caches\")") from None
+
+
+class KeyLedger:
+    """Cache keys used in this process, by (cache name, cache folder), while at least one holder records."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._holders: set[int] = set()
+        self._keys: dict[tuple[str, str], set[str]] = {}
+
+    def start(self, holder: object) -> None:
+        """Record while ``holder`` (a run's worker) lives; several holders may record at once."""
+        with self._lock:
+            self._holders.add(id(holder))
+
+    def stop(self, holder: object) -> None:
+        """``holder`` no longer records (twice is harmless); when no holder is left, what was not taken is dropped."""
+        with self._lock:
+            self._holders.discard(id(holder))
+            if not self._holders:
+                self._keys.clear()
+
+    def note(self, cache: str, directory: str | os.PathLike, keys: Iterable[str]) -> None:
+        """Remember ``keys`` of the cache ``cache`` in ``directory`` (nothing while no one records)."""
+        if not self._holders:
+            return
+        with self._lock:
+            if self._holders:
+                self._keys.setdefault((cache, str(Path(directory).resolve())), set()).update(keys)
+
+    def take(self) -> list[tuple[str, str, list[str]]]:
+        """(cache, folder, sorted keys) noted since the last take, and forget them."""
+        with self._lock:
+            taken, self._keys = self._keys, {}
+        return [(cache, folder, sorted(keys)) for (cache, folder), keys in sorted(taken.items()) if keys]
+
+
+LEDGER = KeyLedger()
+
+
+def is_diskcache(directory: str | os.PathLike) -> bool:
+    """Whether ``directory`` holds a diskcache store (never creates one)."""
+    return (Path(directory) / DISKCACHE_DB).is_file()
+
+
+def folder_bytes(directory: str | os.PathLike) -> int:
+    """Bytes of every file under ``directory`` (0 when it is missing); links are not followed."""
+    total = 0
+    for folder, _dirs, files in os.walk(directory):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(folder, name)).st_size
+            except OSError:
+                continue
+    return total
+
+
+def forget(directory: str | os.PathLike, keys: Iterable[str]) -> int:
+    """Delete ``keys`` from the diskcache store in ``directory``; how many were there. A missing store is 0."""
+    if not is_diskcache(directory):
+        return 0
+    import diskcache
+
+    removed = 0
+    with diskcache.Cache(str(directory)) as store:
+        for key in keys:
+            removed += bool(store.delete(key))
+    return removed
+
+
+__all__ = ["DISKCACHE_DB", "LEDGER", "CacheError", "KeyLedger", "folder_bytes", "forget", "is_diskcache", "open_store"]

@@ -1,0 +1,383 @@
+"""What made a run and what it used, kept beside its logs so a number in a paper can be traced to its making.
+
+``manifest.json`` holds one entry per session that wrote the run (a first run, then each ``--resume``): ctxcomp's
+version and, from a checkout, its git commit and whether the tree was dirty; ctxcomp's prompt and scoring
+versions (``core.versions``); the versions of the libraries that compute outputs; each data file's path, size
+and sha256; the machine (CPU model and flags, cores, threads, GPUs and driver); the command line.  The driver
+writes it under the run's lock; ``ctxcomp show RUN --manifest`` prints it and ``ctxcomp compare`` warns when two
+runs differ in a version that can change outputs (:func:`version_differences`).
+
+``cache_keys.jsonl`` lists the generation and embedding cache entries the run read or wrote, one line per unit of
+work and cache (``{"cache", "folder", "keys"}``), so ``ctxcomp cache info --run`` can count them and
+``ctxcomp cache clear --run`` remove them; a torn last line (a kill) only loses that unit's keys.
+"""
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from core.files import append_lines, write_atomic
+from core.paths import cache_root
+from core.versions import OUTPUT_PACKAGES, output_versions, package_version
+from experiments.data.records import RunFileError
+
+MANIFEST = "manifest.json"
+CACHE_KEYS = "cache_keys.jsonl"
+FORMAT = 1
+_CHUNK = 1 << 20
+_SECRET_OPTION = re.compile(r"key|token|secret|password", re.IGNORECASE)
+_ENV = ("CTXCOMP_", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "CUDA_VISIBLE_DEVICES", "HF_HUB_OFFLINE")
+
+
+# -- one session's record -----------------------------------------------------------------------------------
+
+def session_record(data_files: Iterable[str | os.PathLike], argv: Sequence[str] | None = None) -> dict[str, Any]:
+    """Everything about this process that can change a run's numbers, and the data files it reads."""
+    return {
+        "started": _now(),
+        "command": command_line(sys.argv if argv is None else argv),
+        "cwd": os.getcwd(),
+        "ctxcomp": ctxcomp_source(),
+        "versions": output_versions(),
+        "packages": {name: package_version(name) for name in OUTPUT_PACKAGES},
+        "python": platform.python_version(),
+        "machine": machine(),
+        "environment": {k: v for k, v in sorted(os.environ.items()) if k.startswith(_ENV)},
+        "data": [file_digest(p) for p in dict.fromkeys(str(p) for p in data_files)],
+    }
+
+
+def command_line(argv: Sequence[str]) -> list[str]:
+    """``argv`` with the program as its bare name and anything that looks like a secret replaced by ``***``."""
+    from core.openai_client import redact
+
+    out: list[str] = []
+    for i, arg in enumerate(argv):
+        if i == 0:
+            arg = Path(arg).name
+        elif out and out[-1].startswith("-") and _SECRET_OPTION.search(out[-1]):
+            arg = "***"
+        name, eq, value = arg.partition("=")
+        if eq and _SECRET_OPTION.search(name):
+            arg = f"{name}=***"
+        out.append(redact(arg))
+    return out
+
+
+def ctxcomp_source() -> dict[str, Any]:
+    """ctxcomp's installed version and, when it runs from a git checkout, the commit and the files changed."""
+    root = Path(__file__).resolve().parents[2]
+    out: dict[str, Any] = {"version": package_version("ctxcomp"), "path": str(root)}
+    if (root / ".git").exists() and shutil.which("git"):
+        head = _git(root, "rev-parse", "HEAD")
+        changed = _git(root, "status", "--porcelain", "--untracked-files=no")
+        if head:
+            files = [line[3:] for line in (changed or "").splitlines() if line.strip()]
+            out.update(commit=head.strip(), dirty=bool(files), changed=files[:100])
+    return out
+
+
+def _git(root: Path, *args: str) -> str | None:
+    try:
+        done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def machine() -> dict[str, Any]:
+    """CPU model and flags, cores (the machine's and this process's), memory, GPUs with their driver."""
+    info = _cpuinfo()
+    affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    return {
+        "platform": platform.platform(),
+        "cpu": info.get("model name") or info.get("Model") or platform.processor() or platform.machine(),
+        "cpu_flags": sorted((info.get("flags") or info.get("Features") or "").split()),
+        "cores": os.cpu_count(),
+        "cores_usable": affinity,
+        "memory_gb": _memory_gb(),
+        "gpus": gpus(),
+        "threads": threads_used(),
+    }
+
+
+def threads_used() -> dict[str, Any]:
+    """The threads compute libraries use in this process: torch's (when it is loaded) and the settings that cap them."""
+    torch = sys.modules.get("torch")
+    return {"torch": torch.get_num_threads() if torch is not None else None,
+            **{k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}}
+
+
+def _cpuinfo() -> dict[str, str]:
+    try:
+        text = Path("/proc/cpuinfo").read_text(errors="replace")
+    except OSError:
+        return {}
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip() not in out:
+            out[key.strip()] = value.strip()
+    return out
+
+
+def _memory_gb() -> float | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return round(int(line.split()[1]) / 1024**2, 1)
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def gpus() -> list[dict[str, Any]]:
+    """Each NVIDIA GPU's name, memory and driver (from ``nvidia-smi``; torch's view when it is loaded and
+    ``nvidia-smi`` is not there); empty without one."""
+    if shutil.which("nvidia-smi"):
+        try:
+            done = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total",
+                                   "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=20)
+        except (OSError, subprocess.TimeoutExpired):
+            done = None
+        if done is not None and done.returncode == 0:
+            rows = [[part.strip() for part in line.split(",")] for line in done.stdout.splitlines() if line.strip()]
+            return [{"name": r[0], "driver": r[1], "memory_mb": _int(r[2])} for r in rows if len(r) >= 3]
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
+        driver = _nvidia_driver()
+        return [{"name": torch.cuda.get_device_name(i), "driver": driver, "memory_mb": None}
+                for i in range(torch.cuda.device_count())]
+    return []
+
+
+def _nvidia_driver() -> str | None:
+    try:
+        text = Path("/proc/driver/nvidia/version").read_text()
+    except OSError:
+        return None
+    found = re.search(r"Kernel Module\s+([\d.]+)", text)
+    return found.group(1) if found else None
+
+
+def _int(text: str) -> int | None:
+    try:
+        return int(float(text))
+    except ValueError:
+        return None
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+# -- data files ---------------------------------------------------------------------------------------------
+
+def file_digest(path: str | os.PathLike) -> dict[str, Any]:
+    """``{"path", "size", "sha256"}`` of a data file; the sha256 is computed once per (path, size, mtime) and kept
+    in the cache root's ``file_hashes`` (a cache that cannot be written only means computing it again)."""
+    path = Path(path)
+    try:
+        st = path.stat()
+    except OSError as err:
+        return {"path": str(path), "size": None, "sha256": None, "error": err.strerror or type(err).__name__}
+    resolved = str(path.resolve())
+    stamp = [st.st_size, st.st_mtime_ns]
+    store = _hash_store()
+    known = store.get(resolved) if store is not None else None
+    if known is not None and json.loads(known)[:2] == stamp:
+        sha = json.loads(known)[2]
+    else:
+        sha = _sha256(path, st.st_size)
+        if store is not None:
+            try:
+                store.set(resolved, json.dumps([*stamp, sha]))
+            except Exception:  # noqa: BLE001 - a cache that cannot be written: the digest is still right
+                pass
+    return {"path": str(path), "size": st.st_size, "sha256": sha}
+
+
+_stores: dict[Path, Any] = {}
+
+
+def _hash_store() -> Any:
+    folder = cache_root() / "file_hashes"
+    if folder not in _stores:
+        try:
+            import diskcache
+
+            _stores[folder] = diskcache.Cache(str(folder))
+        except Exception:  # noqa: BLE001 - an unwritable cache root: hash without keeping the result
+            _stores[folder] = None
+    return _stores[folder]
+
+
+def _sha256(path: Path, size: int) -> str:
+    from core.progress import progress_bar
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh, progress_bar(size, f"sha256 {path.name}", unit="B", enabled=size > 1 << 30,
+                                              leave=False) as bar:
+        while chunk := fh.read(_CHUNK):
+            digest.update(chunk)
+            bar.update(len(chunk))
+    return digest.hexdigest()
+
+
+# -- manifest.json ------------------------------------------------------------------------------------------
+
+def read_manifest(run_dir: str | os.PathLike) -> dict[str, Any]:
+    """The run's manifest (``{"format", "sessions": [...]}``); an empty one for a run made before manifests."""
+    path = Path(run_dir) / MANIFEST
+    if not path.is_file():
+        return {"format": FORMAT, "sessions": []}
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise RunFileError(f"{path}: not valid JSON ({err}); delete it and the next session writes a new one") from None
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("sessions"), list):
+        raise RunFileError(f"{path}: not a run manifest (a JSON object with sessions); delete it and the next "
+                           "session writes a new one")
+    return manifest
+
+
+def add_session(run_dir: str | os.PathLike, session: Mapping[str, Any]) -> list[str]:
+    """Append this session to the manifest (written atomically, under the run's lock); what differs from the
+    sessions before it in a version that can change outputs (empty for a first session)."""
+    manifest = read_manifest(run_dir)
+    earlier = manifest["sessions"]
+    notes = version_differences(earlier[-1], session, "the run's last session", "this session") if earlier else []
+    manifest["sessions"] = [*earlier, dict(session)]
+    write_atomic(Path(run_dir) / MANIFEST, json.dumps(manifest, indent=2, ensure_ascii=False))
+    return notes
+
+
+def end_session(run_dir: str | os.PathLike, **facts: Any) -> None:
+    """Add what is known only at the end (when it ended, the threads the libraries ended up using) to the last
+    session."""
+    manifest = read_manifest(run_dir)
+    if not manifest["sessions"]:
+        return
+    last = manifest["sessions"][-1]
+    last["ended"] = _now()
+    last.setdefault("machine", {})["threads"] = threads_used()
+    last.update(facts)
+    write_atomic(Path(run_dir) / MANIFEST, json.dumps(manifest, indent=2, ensure_ascii=False))
+
+
+def output_relevant(session: Mapping[str, Any]) -> dict[str, Any]:
+    """The versions in a session that can change outputs: ctxcomp's prompt and scoring versions, each library's,
+    and each data file's sha256 (by file name)."""
+    out: dict[str, Any] = {f"ctxcomp {k} version": v for k, v in (session.get("versions") or {}).items()}
+    out.update({name: v for name, v in (session.get("packages") or {}).items() if name in OUTPUT_PACKAGES})
+    for item in session.get("data") or []:
+        if isinstance(item, Mapping) and item.get("sha256"):
+            out[f"data {Path(str(item.get('path'))).name}"] = str(item["sha256"])[:12]
+    return out
+
+
+def version_differences(a: Mapping[str, Any], b: Mapping[str, Any], name_a: str = "A",
+                        name_b: str = "B") -> list[str]:
+    """One line per output-relevant version two sessions do not share (a library installed in only one counts;
+    a data file read by only one does not)."""
+    va, vb = output_relevant(a), output_relevant(b)
+    keys = [k for k in dict.fromkeys([*va, *vb]) if not (k.startswith("data ") and (k not in va or k not in vb))]
+    return [f"{k}: {va.get(k) or 'not installed'} in {name_a}, {vb.get(k) or 'not installed'} in {name_b}"
+            for k in keys if va.get(k) != vb.get(k)]
+
+
+def run_version_warnings(run_a: str | os.PathLike, run_b: str | os.PathLike) -> list[str]:
+    """What ``ctxcomp compare`` warns about: output-relevant versions that differ between the two runs' last
+    sessions, a run whose own sessions differ, and one run without a manifest when the other has one."""
+    notes = []
+    manifests = {name: read_manifest(run)["sessions"] for name, run in (("A", run_a), ("B", run_b))}
+    for name, run in (("A", run_a), ("B", run_b)):
+        if not manifests[name] and any(manifests.values()):
+            notes.append(f"run {name} ({run}) has no {MANIFEST} (made before ctxcomp kept one): the versions that "
+                         "made it cannot be compared with the other run's")
+    if manifests["A"] and manifests["B"]:
+        differs = version_differences(manifests["A"][-1], manifests["B"][-1])
+        if differs:
+            notes.append("the runs were made by different versions, which alone can change outputs: "
+                         + "; ".join(differs))
+    for name, sessions in manifests.items():
+        mixed = sorted({d.split(":", 1)[0] for s in sessions[:-1] for d in version_differences(s, sessions[-1])})
+        if mixed:
+            notes.append(f"run {name}'s sessions differ among themselves in {', '.join(mixed)} "
+                         f"(`ctxcomp show {run_a if name == 'A' else run_b} --manifest`)")
+    return notes
+
+
+# -- cache_keys.jsonl ---------------------------------------------------------------------------------------
+
+def append_cache_keys(run_dir: str | os.PathLike, entries: Iterable[tuple[str, str, Sequence[str]]]) -> None:
+    """Record cache entries a unit used (``(cache, folder, keys)``, from ``core.caches.LEDGER``): one line each."""
+    lines = [json.dumps({"cache": cache, "folder": folder, "keys": list(keys)}, ensure_ascii=False).encode() + b"\n"
+             for cache, folder, keys in entries if keys]
+    append_lines(Path(run_dir) / CACHE_KEYS, lines, sync=False)
+
+
+def read_cache_keys(run_dir: str | os.PathLike) -> dict[tuple[str, str], set[str]]:
+    """The cache entries a run recorded, by (cache, folder); lines that do not parse (a torn tail) are skipped."""
+    path = Path(run_dir) / CACHE_KEYS
+    out: dict[tuple[str, str], set[str]] = {}
+    if not path.is_file():
+        return out
+    with open(path, "rb") as fh:
+        for line in fh:
+            try:
+                item = json.loads(line)
+                out.setdefault((str(item["cache"]), str(item["folder"])), set()).update(map(str, item["keys"]))
+            except (ValueError, KeyError, TypeError):
+                continue
+    return out
+
+
+# -- reading it ---------------------------------------------------------------------------------------------
+
+def describe_manifest(manifest: Mapping[str, Any]) -> str:
+    """The manifest as a person reads it (``ctxcomp show RUN --manifest``), one block per session; the file itself
+    is the exact record."""
+    blocks = []
+    for i, s in enumerate(manifest.get("sessions") or [], 1):
+        src, m = s.get("ctxcomp") or {}, s.get("machine") or {}
+        commit = (f", commit {src['commit'][:12]}" + (f" (dirty: {len(src.get('changed') or [])} tracked file(s) "
+                                                       "changed)" if src.get("dirty") else " (clean)")
+                  if src.get("commit") else ", not from a git checkout")
+        threads = m.get("threads") or {}
+        gpus_text = "; ".join(f"{g.get('name')} (driver {g.get('driver')})" for g in m.get("gpus") or []) or "none"
+        lines = [
+            f"session {i}: {s.get('started')} -> {s.get('ended', 'did not end (killed?)')}",
+            f"  command: {' '.join(s.get('command') or [])}  (in {s.get('cwd')})",
+            f"  ctxcomp: {src.get('version')}{commit}, from {src.get('path')}",
+            "  versions: " + ", ".join(f"{k} {v}" for k, v in (s.get("versions") or {}).items()),
+            "  packages: " + ", ".join(f"{k} {v}" for k, v in (s.get("packages") or {}).items() if v)
+            + f"; python {s.get('python')}",
+            f"  machine: {m.get('cpu')}, {m.get('cores')} cores ({m.get('cores_usable')} usable), "
+            f"{m.get('memory_gb')} GB; {m.get('platform')}",
+            f"  threads: torch {threads.get('torch')}, OMP_NUM_THREADS {threads.get('OMP_NUM_THREADS')}, "
+            f"MKL_NUM_THREADS {threads.get('MKL_NUM_THREADS')}",
+            f"  gpus: {gpus_text}",
+            f"  cpu flags ({len(m.get('cpu_flags') or [])}): {' '.join(m.get('cpu_flags') or [])}",
+            "  environment: " + (", ".join(f"{k}={v}" for k, v in (s.get("environment") or {}).items()) or "-"),
+        ]
+        data = s.get("data") or []
+        lines.append(f"  data: {len(data)} file(s)" + ("" if data else " (hub or generated data)"))
+        lines += [f"    {d.get('path')}: {d.get('size')} bytes, sha256 {d.get('sha256') or d.get('error')}" for d in data]
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks) or "no sessions recorded (a run made before ctxcomp kept a manifest)"
+
+
+__all__ = ["CACHE_KEYS", "MANIFEST", "add_session", "append_cache_keys", "command_line", "ctxcomp_source",
+           "describe_manifest", "end_session", "file_digest", "gpus", "machine", "output_relevant", "read_cache_keys",
+           "read_manifest", "run_version_warnings", "session_record", "threads_used", "version_differences"]
