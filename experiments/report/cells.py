@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,7 +17,15 @@ from typing import Any
 from core.errors import UnknownComponentError, UserError
 from experiments.data.records import Failure, Prediction, RecordKey, Trace
 from experiments.data.store import RunDir
-from experiments.report.stats import MIN_PAIRS, PairedDelta, mean_interval, paired_delta
+from experiments.report.stats import (
+    MIN_PAIRS,
+    MeanInterval,
+    NonInferiority,
+    PairedDelta,
+    mean_interval,
+    noninferiority_test,
+    paired_delta,
+)
 from experiments.scoring.registry import ItemScore, aggregate, length_bucket
 from experiments.tasks.specs import get_task
 
@@ -56,6 +64,8 @@ class Cell:
     delta_ci95: list[float] | None = None
     n_paired: int = 0
     p_value: float | None = None
+    n_clusters: int = 0  # documents (clusters) the cell's examples come from; questions on one document share one
+    clusters_paired: int = 0
     compressor_kind: str = ""
     order: tuple[int, int] = (0, 0)  # (grid point, task) position in the config
 
@@ -65,7 +75,7 @@ class Cell:
         if self.delta_paired is None or self.delta_ci95 is None:
             return None
         return PairedDelta(self.delta_paired, self.delta_ci95[0], self.delta_ci95[1], self.p_value or float("nan"),
-                           self.n_paired)
+                           self.n_paired, self.clusters_paired)
 
     @property
     def is_full(self) -> bool:
@@ -81,16 +91,53 @@ class RunData:
     cells: list[Cell]
     manifest: dict[str, Any]
 
-    def items(self) -> dict[tuple[str, str], dict[str, float]]:
+    def items(self) -> dict[tuple[str, str], Scores]:
         """Item scores by (task, config hash), then example id: what paired statistics pair on."""
         return item_scores(self.predictions)
 
 
-def item_scores(predictions: Sequence[Prediction]) -> dict[tuple[str, str], dict[str, float]]:
-    out: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
+class Scores(dict[str, float]):
+    """One cell's item scores by example id, and the cluster (``Prediction.cluster``) of each example that
+    shares its document with others: paired statistics resample and flip whole clusters."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.clusters: dict[str, str] = {}
+
+    def cluster(self, example_id: str) -> str:
+        return self.clusters.get(example_id, example_id)
+
+
+def item_scores(predictions: Sequence[Prediction]) -> dict[tuple[str, str], Scores]:
+    out: dict[tuple[str, str], Scores] = defaultdict(Scores)
     for r in predictions:
-        out[(r.task, r.config_hash)][r.id] = float(r.score)
+        scores = out[(r.task, r.config_hash)]
+        scores[r.id] = float(r.score)
+        if r.cluster:
+            scores.clusters[r.id] = r.cluster
     return out
+
+
+def scores_interval(scores: Mapping[str, float]) -> MeanInterval:
+    """One cell's mean score with its 95% interval, over its examples' clusters."""
+    ids = list(scores)
+    return mean_interval([scores[i] for i in ids], clusters=cluster_keys(ids, scores))
+
+
+def cluster_keys(ids: Sequence[str], *scores: Mapping[str, float]) -> list[str] | None:
+    """The cluster of each id, from whichever ``Scores`` knows it; None when every id is its own cluster."""
+    known: dict[str, str] = {}
+    for s in scores:
+        known.update(getattr(s, "clusters", {}))
+    if not any(i in known for i in ids):
+        return None
+    return [known.get(i, i) for i in ids]
+
+
+def format_n(n: int, clusters: int) -> str:
+    """``12`` when each example is its own document, else ``12 (4 docs)``: how many examples, from how many
+    documents (the clusters every interval is drawn over)."""
+    return str(n) if clusters in (0, n) else f"{n} ({clusters} docs)"
 
 
 def _pct(values: Sequence[float]) -> float:
@@ -180,7 +227,7 @@ def compute_cells(predictions: Sequence[Prediction], failures: Sequence[Failure]
         cells.append(Cell(
             task=key[0], category=_category(spec_name), compressor=head.compressor, reader=head.reader,
             config_hash=key[1], metric=metric, score=aggregate(metric, items) if items else float("nan"),
-            n=len(recs), n_failed=len(failed.get(key, ())),
+            n=len(recs), n_failed=len(failed.get(key, ())), n_clusters=len({r.cluster_key for r in recs}),
             tokens_in=_mean(r.tokens_in for r in recs), tokens_out=_mean(r.tokens_out for r in recs),
             ratio=round(tok_in / tok_out, 3) if tok_out else float("nan"),
             reader_tokens_in=_mean(r.reader_tokens_in for r in recs),
@@ -219,7 +266,7 @@ def _disambiguate(cells: list[Cell]) -> None:
             c.compressor = f"{c.compressor} [{c.config_hash[:6]}]"
 
 
-def _attach_deltas(cells: list[Cell], items: dict[tuple[str, str], dict[str, float]]) -> None:
+def _attach_deltas(cells: list[Cell], items: dict[tuple[str, str], Scores]) -> None:
     """Delta vs the full-context cell of the same reader and task (LongBench Tables 4/5 compare this way),
     and its paired version over the examples both arms scored: interval, n and p-value."""
     full = {(c.task, c.reader): c for c in cells if c.is_full}
@@ -229,20 +276,46 @@ def _attach_deltas(cells: list[Cell], items: dict[tuple[str, str], dict[str, flo
             continue
         c.delta_vs_full = round(c.score - base.score, 2)
         pd = paired_vs(items.get((base.task, base.config_hash), {}), items.get((c.task, c.config_hash), {}))
-        c.n_paired = pd.n
+        c.n_paired, c.clusters_paired = pd.n, pd.clusters
         if pd.n:
             c.delta_paired = pd.delta
         if pd.n >= MIN_PAIRS:
             c.delta_ci95, c.p_value = [pd.lo, pd.hi], pd.p_value
 
 
-def paired_vs(base: dict[str, float], other: dict[str, float], strata: dict[str, str] | None = None, *,
+def paired_vs(base: Mapping[str, float], other: Mapping[str, float], strata: dict[str, str] | None = None, *,
               scale: float = 100.0) -> PairedDelta:
-    """``other - base`` on the example ids both hold (in id order), optionally stratified; ``scale`` as
-    ``paired_delta`` takes it (100: scores in points; 1: seconds or tokens)."""
+    """``other - base`` on the example ids both hold (in id order), optionally stratified, over the examples'
+    clusters when ``base`` or ``other`` is a ``Scores`` that knows them; ``scale`` as ``paired_delta`` takes it
+    (100: scores in points; 1: seconds or tokens)."""
     ids = sorted(set(base) & set(other))
     return paired_delta([base[i] for i in ids], [other[i] for i in ids],
-                        strata=[strata[i] for i in ids] if strata else None, scale=scale)
+                        strata=[strata[i] for i in ids] if strata else None, clusters=cluster_keys(ids, base, other),
+                        scale=scale)
+
+
+def noninferiority_vs(base: Mapping[str, float], other: Mapping[str, float], margin: float,
+                      strata: dict[str, str] | None = None, **options: Any) -> NonInferiority:
+    """``noninferiority_test`` of ``other`` against ``base`` on the ids both hold, paired and clustered as
+    ``paired_vs`` pairs them."""
+    ids = sorted(set(base) & set(other))
+    return noninferiority_test([base[i] for i in ids], [other[i] for i in ids], margin,
+                               strata=[strata[i] for i in ids] if strata else None,
+                               clusters=cluster_keys(ids, base, other), **options)
+
+
+def merged_scores(parts: Sequence[tuple[str, Mapping[str, float]]]) -> tuple[Scores, dict[str, str]]:
+    """Several cells' scores as one ``Scores`` keyed ``"{stratum}\x1f{id}"`` (clusters kept), and the stratum of
+    each key: what a paired average over tasks (or lengths) pairs and resamples within."""
+    merged, strata = Scores(), {}
+    for stratum, scores in parts:
+        known = getattr(scores, "clusters", {})
+        for ex_id, value in scores.items():
+            key = f"{stratum}\x1f{ex_id}"
+            merged[key], strata[key] = value, stratum
+            if ex_id in known:
+                merged.clusters[key] = known[ex_id]
+    return merged, strata
 
 
 def load_run(run_dir: str | Path) -> RunData:

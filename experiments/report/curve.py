@@ -31,7 +31,7 @@ from typing import Any
 from core.files import write_atomic
 from core.paths import safe_name
 from experiments.data.records import Prediction, budget_text
-from experiments.report.cells import RunData
+from experiments.report.cells import RunData, merged_scores, paired_vs, scores_interval
 from experiments.report.stats import MIN_PAIRS, PairedDelta, format_delta, format_p, mean_interval, paired_delta
 from experiments.report.tables import Table, paired_over_tasks
 from experiments.report.tradeoff import (
@@ -239,7 +239,7 @@ def _point(x: float, y: float, pd: PairedDelta | None, arm: Arm) -> dict[str, An
 
 
 def _full_point(base: Arm, items: Items) -> dict[str, Any]:
-    mi = mean_interval(list(items.get((base.cell.task, base.cell.config_hash), {}).values()))
+    mi = scores_interval(items.get((base.cell.task, base.cell.config_hash), {}))
     return {"x": base.tokens, "y": base.cell.score, "band": (mi.lo, mi.hi)}
 
 
@@ -260,10 +260,8 @@ def _average_panel(mine: Sequence[Arm], tasks: Sequence[str], reader: str, full:
     bases = [full[(t, reader)] for t in tasks if (t, reader) in full]
     base = None
     if len(bases) == len(tasks):
-        strata = {f"{b.cell.task}\x1f{i}": v for b in bases
-                  for i, v in items.get((b.cell.task, b.cell.config_hash), {}).items()}
-        spread = paired_delta([0.0] * len(strata), list(strata.values()),
-                              strata=[k.split("\x1f")[0] for k in strata])
+        merged, strata = merged_scores([(b.cell.task, items.get((b.cell.task, b.cell.config_hash), {})) for b in bases])
+        spread = paired_vs(dict.fromkeys(merged, 0.0), merged, strata)
         y = statistics.fmean(b.cell.score for b in bases)
         base = {"x": statistics.fmean(b.tokens for b in bases), "y": y,
                 "band": (spread.lo - spread.delta + y, spread.hi - spread.delta + y)}

@@ -13,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 
 from experiments.data.records import split_swept_id
-from experiments.report.cells import Cell, paired_vs, pos_order
+from experiments.report.cells import Cell, Scores, format_n, merged_scores, paired_vs, pos_order
 from experiments.report.stats import MIN_PAIRS, PairedDelta, format_delta, format_p, mean_interval
 from experiments.scoring.registry import LONGBENCH_E_BUCKETS
 
@@ -130,16 +130,9 @@ def paired_over_tasks(pairs: Sequence[tuple[Cell, Cell]],
                       items: dict[tuple[str, str], dict[str, float]]) -> PairedDelta | None:
     """``other - base`` averaged over tasks (each weighted equally), paired on (task, example) and resampled
     within each task; ``pairs`` holds one (base, other) cell pair per task."""
-    base: dict[str, float] = {}
-    other: dict[str, float] = {}
-    strata: dict[str, str] = {}
-    for b, o in pairs:
-        b_items = items.get((b.task, b.config_hash), {})
-        for ex_id, value in items.get((o.task, o.config_hash), {}).items():
-            if ex_id in b_items:
-                key = f"{o.task}\x1f{ex_id}"
-                base[key], other[key], strata[key] = b_items[ex_id], value, o.task
-    return paired_vs(base, other, strata) if base else None
+    base, strata = merged_scores([(b.task, items.get((b.task, b.config_hash), {})) for b, _ in pairs])
+    other, _ = merged_scores([(o.task, items.get((o.task, o.config_hash), {})) for _, o in pairs])
+    return paired_vs(base, other, strata) if set(base) & set(other) else None
 
 
 def contrast_table(cells: Sequence[Cell], items: dict[tuple[str, str], dict[str, float]],
@@ -283,14 +276,17 @@ def length_label(key: str) -> str:
     return f"{int(key) // 1024}k" if key.isdigit() and int(key) % 1024 == 0 else key
 
 
-def length_items(cells: Sequence[Cell], predictions: Sequence) -> dict[tuple[str, str], dict[str, dict[str, float]]]:
+def length_items(cells: Sequence[Cell], predictions: Sequence) -> dict[tuple[str, str], dict[str, Scores]]:
     """Item scores by (task, config hash), then length bucket (``meta["length_bucket"]``), then example id."""
     keys = {(c.task, c.config_hash) for c in cells}
-    out: dict[tuple[str, str], dict[str, dict[str, float]]] = defaultdict(lambda: defaultdict(dict))
+    out: dict[tuple[str, str], dict[str, Scores]] = defaultdict(lambda: defaultdict(Scores))
     for r in predictions:
         bucket = (r.meta or {}).get("length_bucket")
         if bucket is not None and (r.task, r.config_hash) in keys:
-            out[(r.task, r.config_hash)][str(bucket)][r.id] = float(r.score)
+            scores = out[(r.task, r.config_hash)][str(bucket)]
+            scores[r.id] = float(r.score)
+            if r.cluster:
+                scores.clusters[r.id] = r.cluster
     return out
 
 
@@ -319,8 +315,9 @@ def length_tables(cells: Sequence[Cell], predictions: Sequence) -> tuple[Table, 
             if not values:
                 row.append("")
                 continue
-            mi = mean_interval(values)
-            row.append(f"{mi.mean:.1f} [{mi.lo:.1f}, {mi.hi:.1f}] (n={mi.n})")
+            at = mine.get(k, Scores())
+            mi = mean_interval(values, clusters=[at.cluster(i) for i in at])
+            row.append(f"{mi.mean:.1f} [{mi.lo:.1f}, {mi.hi:.1f}] (n={format_n(mi.n, mi.n_clusters)})")
         scores.append(row)
         base = full.get((c.task, c.reader))
         if base is None or c.is_full:
@@ -350,23 +347,16 @@ def _pooled_pairs(arms: Sequence[tuple[str, Mapping[str, Mapping[str, float]], M
                   lengths: Sequence[str]) -> PairedDelta:
     """Compressed minus full over ``(task, full's items by length, the arm's items by length)``, paired on
     (task, length, example) and stratified by (task, length)."""
-    base: dict[str, float] = {}
-    other: dict[str, float] = {}
-    strata: dict[str, str] = {}
-    for task, full_items, arm_items in arms:
-        for k in lengths:
-            b = full_items.get(k, {})
-            for ex_id, value in arm_items.get(k, {}).items():
-                if ex_id in b:
-                    key = f"{task}\x1f{k}\x1f{ex_id}"
-                    base[key], other[key], strata[key] = b[ex_id], value, f"{task}\x1f{k}"
+    base, strata = merged_scores([(f"{task}\x1f{k}", full_items.get(k, {})) for task, full_items, _ in arms
+                                  for k in lengths])
+    other, _ = merged_scores([(f"{task}\x1f{k}", arm_items.get(k, {})) for task, _, arm_items in arms for k in lengths])
     return paired_vs(base, other, strata)
 
 
 def _length_delta(pd: PairedDelta) -> str:
     if pd.n == 0:
         return ""
-    return (format_delta(pd) if pd.n >= MIN_PAIRS else f"{pd.delta:+.2f}") + f" (n={pd.n})"
+    return (format_delta(pd) if pd.n >= MIN_PAIRS else f"{pd.delta:+.2f}") + f" (n={format_n(pd.n, pd.clusters)})"
 
 
 def longbench_v2_table(cells: Sequence[Cell], predictions: Sequence) -> Table:

@@ -27,17 +27,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from experiments.data.records import BUDGET_MARK, Prediction, budget_text
-from experiments.report.cells import Cell, RunData, paired_vs
+from experiments.report.cells import Cell, RunData, noninferiority_vs, paired_vs, scores_interval
 from experiments.report.stats import (
+    ALPHA,
     MIN_PAIRS,
     NOT_WORSE,
+    NonInferiority,
     PairedDelta,
     format_delta,
     holm,
-    mean_interval,
-    noninferiority,
-    noninferiority_p,
 )
 from experiments.report.tables import Table, paired_over_tasks
 
@@ -240,49 +241,76 @@ def break_even_table(all_arms: Sequence[Arm]) -> Table:
     return header, body
 
 
-def noninferiority_rows(all_arms: Sequence[Arm], items: Items, margin: float) -> list[dict[str, Any]]:
-    """One test per compressed cell against full: the paired delta, the verdict, the one-sided p-value and
-    its Holm adjustment over all of them (the family: every task x reader x compressed row of the run)."""
+def noninferiority_rows(all_arms: Sequence[Arm], items: Items, margin: float,
+                        alpha: float = ALPHA) -> list[dict[str, Any]]:
+    """One test per compressed cell against full (``noninferiority_test``: verdict, the interval it inverts,
+    one-sided p-values, clusters) and the Holm adjustment of the p-values over all of them (the family: every
+    task x reader x compressed row of the run)."""
     rows = []
     for base, a in compared(all_arms):
-        pd = paired_arms(base, a, "score", items)
-        full_items = items.get((base.cell.task, base.cell.config_hash), {})
-        arm_items = items.get((a.cell.task, a.cell.config_hash), {})
-        ids = sorted(set(full_items) & set(arm_items))
-        p = noninferiority_p([arm_items[i] - full_items[i] for i in ids], margin) if ids else float("nan")
-        rows.append({"arm": a, "pd": pd, "verdict": noninferiority(pd, margin), "p": p})
+        test = noninferiority_vs(items.get((base.cell.task, base.cell.config_hash), {}),
+                                 items.get((a.cell.task, a.cell.config_hash), {}), margin, alpha=alpha)
+        rows.append({"arm": a, "test": test, "verdict": test.verdict, "p": test.p if test.n else float("nan")})
     for row, adjusted in zip(rows, holm([r["p"] for r in rows])):
         row["p_holm"] = adjusted
     return rows
 
 
+def _bound(value: float) -> str:
+    return "−∞" if value == -np.inf else "+∞" if value == np.inf else f"{value:+.2f}"
+
+
+def format_test(test: NonInferiority) -> str:
+    """``+1.63 [-4.44, +9.57]``: the delta and the interval its test inverts (infinite below ``MIN_CLUSTERS``)."""
+    if not test.n:
+        return ""
+    return f"{test.delta:+.2f} [{_bound(test.lo)}, {_bound(test.hi)}]"
+
+
 def noninferiority_table(rows: Sequence[dict[str, Any]], margin: float) -> Table:
     tested = sum(1 for r in rows if r["p"] == r["p"])
-    header = ["task", "reader", "compressor", "budget", "Δ vs full [95% CI]", "n", f"verdict (margin {margin:g})",
-              "p (one-sided)", f"p Holm (family of {tested} tests)"]
+    alpha = rows[0]["test"].alpha if rows else ALPHA
+    header = ["task", "reader", "compressor", "budget", f"Δ vs full [{100 * (1 - 2 * alpha):g}% CI, inverted test]",
+              "n", "clusters", f"verdict (margin {margin:g}, one-sided α {alpha:g})", "p (one-sided)",
+              f"p Holm (family of {tested} tests)"]
     p = lambda v: "—" if v != v else f"{v:.4f}"  # noqa: E731
     body = [[r["arm"].cell.task, r["arm"].cell.reader, r["arm"].line, budget_text(r["arm"].budget) or "—",
-             format_delta(r["pd"]) or f"{r['pd'].delta:+.2f}", str(r["pd"].n), r["verdict"], p(r["p"]),
+             format_test(r["test"]), str(r["test"].n), str(r["test"].n_clusters), r["verdict"], p(r["p"]),
              p(r["p_holm"])] for r in rows]
     return header, body
 
 
+def fixed_sequence(tests: Sequence[dict[str, Any]]) -> tuple[int, str]:
+    """The fixed-sequence procedure down one compressor's budget ladder (Maurer, Hothorn & Lehmacher 1995;
+    Westfall & Krishen 2001): test the largest budget first, each at the full ``alpha``, and go down only
+    while the verdict is "not worse"; the first budget that is not shown not worse ends the ladder.  The
+    family-wise error over that compressor's budgets stays at ``alpha`` because a hypothesis is tested only
+    once every hypothesis before it was rejected.  ``tests`` are ordered from the largest budget down;
+    returns how many were passed and why the ladder stopped."""
+    passed = 0
+    for row in tests:
+        if row["verdict"] != NOT_WORSE:
+            return passed, f"stopped at {budget_text(row['arm'].budget)}: {row['verdict']}"
+        passed += 1
+    return passed, "every budget passed"
+
+
 def smallest_noninferior_table(rows: Sequence[dict[str, Any]]) -> Table:
-    """Per (task, reader, line): the smallest budget whose verdict is "not worse than full by more than the
-    margin", and whether every larger budget holds it too."""
+    """Per (task, reader, line): the smallest budget shown not worse than full by the fixed-sequence
+    procedure (``fixed_sequence``), which controls the family-wise error over the line's budgets."""
     by_line: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
         a = r["arm"]
         if a.budget:
             by_line[(a.cell.task, a.cell.reader, a.line)].append(r)
-    header = ["task", "reader", "compressor", "budgets tested", "smallest non-inferior budget", "every larger budget too"]
+    header = ["task", "reader", "compressor", "budgets tested (largest first)",
+              "smallest non-inferior budget (fixed-sequence, FWER ≤ α over the line)", "ladder"]
     body = []
     for (task, reader, line), tests in by_line.items():
-        tests.sort(key=lambda r: r["arm"].budget_tokens or 0)
-        ok = [i for i, r in enumerate(tests) if r["verdict"] == NOT_WORSE]
-        smallest = budget_text(tests[ok[0]]["arm"].budget) if ok else "none at this n"
-        monotone = "" if not ok else "yes" if all(r["verdict"] == NOT_WORSE for r in tests[ok[0]:]) else "no"
-        body.append([task, reader, line, ", ".join(budget_text(r["arm"].budget) for r in tests), smallest, monotone])
+        tests.sort(key=lambda r: -(r["arm"].budget_tokens or 0))
+        passed, why = fixed_sequence(tests)
+        smallest = budget_text(tests[passed - 1]["arm"].budget) if passed else "none at this n"
+        body.append([task, reader, line, ", ".join(budget_text(r["arm"].budget) for r in tests), smallest, why])
     return header, body
 
 
@@ -328,7 +356,7 @@ def chunks_table(all_arms: Sequence[Arm], items: Items) -> Table:
         shape = ("inverted U" if interior and all(e.n >= MIN_PAIRS and e.lo > 0 for e in ends) else
                  "peak inside, not shown at this n" if interior else "peak at an end")
         for i, a in enumerate(points):
-            mi = mean_interval(list(items.get((a.cell.task, a.cell.config_hash), {}).values()))
+            mi = scores_interval(items.get((a.cell.task, a.cell.config_hash), {}))
             row = [task, reader, line, budget_text(a.budget), f"{statistics.fmean(len(r.kept_chunks) for r in a.recs):.1f}",
                    f"{mi.mean:.2f} [{mi.lo:.2f}, {mi.hi:.2f}]", "", "", ""]
             if i == peak:

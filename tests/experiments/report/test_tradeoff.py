@@ -18,11 +18,10 @@ from experiments.report.plots import line_style
 from experiments.report.stats import (
     CANNOT_TELL,
     NOT_WORSE,
+    TOO_FEW,
     WORSE,
     holm,
-    noninferiority,
-    noninferiority_p,
-    paired_delta,
+    noninferiority_test,
 )
 from experiments.report.tradeoff import arms, break_even_table, noninferiority_rows, order_table
 from experiments.report.write import write_report
@@ -98,22 +97,75 @@ def test_break_even_with_too_few_pairs_says_it_cannot_tell_not_that_compressing_
     assert row[header.index("break-even (model tokens)")] == "256 (cheaper up to it; not at 512)"  # means: no n
 
 
-def test_noninferiority_decision_on_constructed_pairs_against_a_by_hand_computation():
+def _by_hand(d, margin, alpha=0.025):
+    """The one-sided sign-flip test of H0 "mean(d) <= shift" by its definition, over every sign pattern, and
+    the smallest and largest shifts it does not reject, found on a fine grid: an independent computation."""
+    patterns = np.array(list(itertools.product((1, -1), repeat=len(d))), dtype=float)
+
+    def p_not_worse(shift):  # H0: mean <= shift; large means are evidence against it
+        x = d - shift
+        return np.mean(patterns @ x >= x.sum() - 1e-9)
+
+    def p_worse(shift):
+        x = d - shift
+        return np.mean(patterns @ x <= x.sum() + 1e-9)
+
+    grid = np.round(np.arange(-1.0, 1.0, 0.0005), 6)
+    kept = [s for s in grid if p_not_worse(s) > alpha and p_worse(s) > alpha]
+    return p_not_worse(-margin / 100), p_worse(-margin / 100), min(kept), max(kept)
+
+
+@pytest.mark.parametrize("shift, expected", [(0.0, NOT_WORSE), (-0.5, WORSE), (None, CANNOT_TELL)])
+def test_noninferiority_verdict_interval_and_p_against_a_by_hand_computation(shift, expected):
     rng = np.random.default_rng(7)
-    full = rng.integers(0, 2, 40).astype(float)
-    for shift, expected in ((0.0, NOT_WORSE), (-0.5, WORSE), (None, CANNOT_TELL)):
-        if shift is None:  # half the outcomes flipped at random: an interval too wide to tell at a 5-point margin
-            arm = np.where(rng.random(40) < 0.5, 1 - full, full)
-        else:
-            arm = np.clip(full + shift, 0, 1) if shift else full.copy()
-        pd = paired_delta(full, arm)
-        # by hand: a percentile bootstrap of the mean difference, resampled with numpy's own generator
-        d = arm - full
-        means = d[rng.integers(0, 40, size=(20_000, 40))].mean(axis=1)
-        lo, hi = 100 * np.quantile(means, [0.025, 0.975])
-        by_hand = NOT_WORSE if lo > -5 else WORSE if hi < -5 else CANNOT_TELL
-        assert noninferiority(pd, 5.0) == by_hand == expected, (shift, pd, lo, hi)
-    assert noninferiority(paired_delta([1.0] * 4, [1.0] * 4), 5.0) == CANNOT_TELL  # under 5 pairs
+    full = rng.integers(0, 2, 12).astype(float)
+    if shift is None:  # a third of the outcomes flipped at random: too few pairs to tell at a 5-point margin
+        arm = np.where(rng.random(12) < 0.35, 1 - full, full)
+    else:
+        arm = np.clip(full + shift, 0, 1) if shift else full.copy()
+    arm = arm + np.linspace(0, 0.001, 12)  # distinct magnitudes: no ties at the grid's resolution
+    test = noninferiority_test(full, arm, 5.0)
+    p, p_worse, lo, hi = _by_hand(arm - full, 5.0)
+    assert test.p == pytest.approx(p, abs=1e-4) and test.p_worse == pytest.approx(p_worse, abs=1e-4)
+    assert test.lo == pytest.approx(100 * lo, abs=0.06) and test.hi == pytest.approx(100 * hi, abs=0.06)
+    assert test.verdict == expected
+    # verdict, interval and p agree: not worse <=> p <= alpha <=> lo > -margin
+    assert (test.verdict == NOT_WORSE) == (test.p <= 0.025) == (test.lo > -5)
+    assert (test.verdict == WORSE) == (test.p_worse <= 0.025) == (test.hi < -5)
+
+
+def test_under_six_documents_there_is_no_verdict_and_a_floor_is_uninformative():
+    assert noninferiority_test([1.0] * 5, [1.0] * 5, 5.0).verdict == TOO_FEW  # 1/32 > 0.025: no test can reject
+    many = noninferiority_test([1.0] * 30, [1.0] * 30, 5.0, clusters=[str(i % 5) for i in range(30)])
+    assert (many.verdict, many.n, many.n_clusters) == (TOO_FEW, 30, 5)
+    assert noninferiority_test([0.0] * 20, [0.0] * 20, 5.0).verdict == "uninformative: the reference scores 0"
+    assert noninferiority_test([1.0] * 20, [1.0] * 20, 5.0).verdict == "uninformative: the reference scores 100"
+
+
+def test_verdict_interval_and_p_agree_in_every_row_of_a_large_grid():
+    """Hundreds of cells of 0/1 and continuous scores, clustered and not, at margins 2-10: no row where the
+    verdict says more or less than its test or its interval."""
+    rng = np.random.default_rng(11)
+    rows = 0
+    for n in (6, 9, 15, 40, 120):
+        for kind in ("binary", "continuous"):
+            for clustered in (False, True):
+                for _ in range(6):
+                    full = (rng.random(n) < 0.6).astype(float) if kind == "binary" else rng.random(n)
+                    noise = rng.normal(rng.uniform(-0.15, 0.05), 0.2, n)
+                    arm = np.clip(full + noise, 0, 1) if kind == "continuous" else \
+                        np.where(rng.random(n) < 0.2, 1 - full, full)
+                    clusters = [str(i // 3) for i in range(n)] if clustered else None
+                    for margin in (2.0, 5.0, 10.0):
+                        t = noninferiority_test(full, arm, margin, clusters=clusters, n_resamples=2_000)
+                        rows += 1
+                        assert (t.verdict == NOT_WORSE) == (t.p <= t.alpha and t.n_clusters >= 6)
+                        assert (t.p <= t.alpha) == (t.lo > -margin) or abs(t.lo + margin) < 0.01
+                        assert (t.p_worse <= t.alpha) == (t.hi < -margin) or abs(t.hi + margin) < 0.01
+                        if t.verdict == WORSE:
+                            assert t.p > t.alpha and t.hi < -margin
+                        assert t.lo <= t.delta <= t.hi
+    assert rows == 5 * 2 * 2 * 6 * 3
 
 
 def test_the_noninferiority_p_value_is_the_exact_sign_flip_test_of_the_shifted_differences():
@@ -121,7 +173,7 @@ def test_the_noninferiority_p_value_is_the_exact_sign_flip_test_of_the_shifted_d
     x = d + 0.05  # margin 5 points on the 0-1 scale
     patterns = [np.array(s) for s in itertools.product((1, -1), repeat=len(x))]
     exact = np.mean([np.mean(s * x) >= x.mean() - 1e-12 for s in patterns])
-    assert noninferiority_p(d, 5.0) == pytest.approx(exact, abs=1e-9)
+    assert noninferiority_test(np.zeros(10), d, 5.0).p == pytest.approx(exact, abs=1e-9)
 
 
 def test_holm_matches_statsmodels_multipletests():
@@ -142,11 +194,12 @@ def test_the_holm_family_is_every_test_of_the_run_and_the_report_names_it(tmp_pa
     rows = noninferiority_rows(arms(data), data.items(), 10.0)
     assert [r["p_holm"] for r in rows] == pytest.approx(holm([r["p"] for r in rows]))
     header, body = tradeoff_tables(data)["noninferiority"]
-    assert header[-1] == "p Holm (family of 3 tests)" and header[6] == "verdict (margin 10)"
-    assert {row[6] for row in body} == {NOT_WORSE}  # identical scores: Δ = 0 with a zero-width interval
+    assert header[-1] == "p Holm (family of 3 tests)" and header[7] == "verdict (margin 10, one-sided α 0.025)"
+    assert {row[7] for row in body} == {NOT_WORSE}  # identical scores: Δ = 0 with a zero-width interval
     md, _ = write_report(tmp_path / "run", plots=False)
     assert "over the family of every test in this table" in md
-    assert "| qa | r | summarize(longbench:1000) | 256, 512, 1024 | 256 | yes |" in md  # smallest non-inferior
+    # the fixed-sequence procedure down the ladder, largest budget first
+    assert "| qa | r | summarize(longbench:1000) | 1024, 512, 256 | 256 | every budget passed |" in md
 
 
 def test_the_pareto_frontier_and_the_picture(tmp_path):
