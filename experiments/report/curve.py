@@ -42,6 +42,7 @@ from experiments.report.tradeoff import (
     budget_table,
     chunks_table,
     cost_table,
+    floor_or_ceiling,
     full_arms,
     noninferiority_rows,
     noninferiority_table,
@@ -225,7 +226,11 @@ def panels(all_arms: Sequence[Arm], items: Items) -> list[Panel]:
             base = full.get((task, reader))
             for a in (a for a in mine if a.cell.task == task and not a.cell.is_full):
                 pd = paired_arms(base, a, "score", items) if base is not None else None
-                lines[a.line].append(_point(a.tokens, a.cell.score, pd, a))
+                point = _point(a.tokens, a.cell.score, pd, a)
+                if base is not None:
+                    point["informative"] = not floor_or_ceiling(items.get((task, base.cell.config_hash), {}),
+                                                                items.get((task, a.cell.config_hash), {}))
+                lines[a.line].append(point)
             out.append(_panel(task, reader, lines, base and _full_point(base, items)))
         if len(tasks) > 1:
             out.append(_average_panel(mine, tasks, reader, full, items))
@@ -269,10 +274,15 @@ def _average_panel(mine: Sequence[Arm], tasks: Sequence[str], reader: str, full:
 
 
 def _panel(task: str, reader: str, lines: dict[str, list[dict[str, Any]]], full: dict[str, Any] | None) -> Panel:
-    """Sort each line by tokens and mark the frontier over every point of the panel, full included."""
+    """Sort each line by tokens and mark the frontier over every point of the panel, full included.  A point
+    that scores 0, or whose arm and full both sit at the metric's floor or ceiling (``floor_or_ceiling``),
+    says nothing of the trade-off and is never on the frontier (the fewest tokens would otherwise put a
+    reader that fails everywhere on it)."""
     flat = [p for points in lines.values() for p in points] + ([full] if full else [])
-    for p, on in zip(flat, pareto([(p["x"], p["y"]) for p in flat])):
-        p["frontier"] = on
+    eligible = [p for p in flat if p["y"] > 0 and p.get("informative", True)]
+    on = {id(p) for p, yes in zip(eligible, pareto([(p["x"], p["y"]) for p in eligible])) if yes}
+    for p in flat:
+        p["frontier"] = id(p) in on
     return Panel(task, reader, {k: sorted(v, key=lambda p: p["x"]) for k, v in lines.items()}, full)
 
 

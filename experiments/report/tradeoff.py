@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -108,6 +108,14 @@ def arms(data: RunData) -> list[Arm]:
     for base, arm in compared(out):
         arm.time_vs_full = paired_arms(base, arm, "e2e_s")
     return out
+
+
+def floor_or_ceiling(full: Mapping[str, float], arm: Mapping[str, float]) -> bool:
+    """Whether full and the arm score 0 on every example both hold, or 1 on every one: no comparison can be
+    made at a floor or a ceiling (the non-inferiority verdict is "uninformative" there)."""
+    ids = set(full) & set(arm)
+    values = {full[i] for i in ids} | {arm[i] for i in ids}
+    return bool(ids) and (values == {0.0} or values == {1.0})
 
 
 def full_arms(all_arms: Sequence[Arm]) -> dict[tuple[str, str], Arm]:

@@ -293,3 +293,20 @@ def test_the_all_lengths_delta_is_the_mean_over_lengths_of_each_lengths_paired_d
     assert row[-3].startswith("+100.00") and row[-3].endswith("(n=2)")  # below 5 pairs: the delta and n only
     assert row[-2].startswith("+25.00") and row[-2].endswith("(n=4)")
     assert row[-1].startswith("+62.50 [") and row[-1].endswith("(n=6)")
+
+
+def test_no_arm_at_a_floor_or_a_ceiling_sits_on_the_frontier(tmp_path):
+    """A reader that scores 0 everywhere and an arm that ties full at 100 on every example say nothing of the
+    trade-off: neither is put on the frontier, and their verdicts say why."""
+    points = [point("F", "full"), point("Z", "truncate", 256, policy="middle"), point("C", "truncate", 512, policy="middle")]
+    preds = [pred("qa", f"q{i}", "F", "full", "full", 1.0) for i in range(8)]
+    preds += [pred("qa", f"q{i}", "Z", budget_row_label("truncate(middle)", {"tokens": 256}), "truncate", 0.0,
+                   budget=256, tout=250) for i in range(8)]
+    preds += [pred("qa", f"q{i}", "C", budget_row_label("truncate(middle)", {"tokens": 512}), "truncate", 1.0,
+                   budget=512, tout=500) for i in range(8)]
+    data = write_run(tmp_path / "run", preds, points)
+    (panel,) = panels(arms(data), data.items())
+    on = {p["budget"] for ps in panel.lines.values() for p in ps if p["frontier"]}
+    assert on == set() and panel.full["frontier"]
+    verdicts = {r["arm"].cell.config_hash: r["verdict"] for r in noninferiority_rows(arms(data), data.items(), 5.0)}
+    assert verdicts == {"Z": WORSE, "C": "uninformative: the reference scores 100"}
