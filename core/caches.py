@@ -25,6 +25,20 @@ class CacheError(UserError):
     """A cache folder cannot be made or written (a file in the way, no permission, a read-only disk)."""
 
 
+def check_writable(directory: str | os.PathLike, what: str) -> None:
+    """Refuse, before any work, a cache folder that cannot be made or written: the nearest folder that exists on
+    its path must be a folder this user may write (nothing is created here)."""
+    path = Path(directory).absolute()
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if probe.is_dir() and os.access(probe, os.W_OK | os.X_OK):
+        return
+    reason = "is a file, not a folder" if probe.exists() and not probe.is_dir() else "may not be written by this user"
+    raise CacheError(f"the {what} in {path} cannot be used: {probe} {reason}; set CTXCOMP_CACHE_DIR to a folder "
+                     "this user may write (docs/reliability.md, \"Caches\")")
+
+
 def open_store(directory: str | os.PathLike, what: str) -> Any:
     """The diskcache store in ``directory`` (made when missing); a folder that cannot be made or written is one
     line naming it and ``CTXCOMP_CACHE_DIR``."""
@@ -106,4 +120,5 @@ def forget(directory: str | os.PathLike, keys: Iterable[str]) -> int:
     return removed
 
 
-__all__ = ["DISKCACHE_DB", "LEDGER", "CacheError", "KeyLedger", "folder_bytes", "forget", "is_diskcache", "open_store"]
+__all__ = ["DISKCACHE_DB", "LEDGER", "CacheError", "KeyLedger", "check_writable", "folder_bytes", "forget", "is_diskcache",
+           "open_store"]

@@ -24,9 +24,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.caches import LEDGER
+from core.caches import LEDGER, check_writable
 from core.errors import UserError
 from core.files import disk_error, write_atomic
+from core.paths import cache_root
 from core.progress import progress_bar, reporting_progress
 from experiments.data.catalog import catalog, local_file
 from experiments.data.provenance import add_session, append_cache_keys, end_session, session_record
@@ -88,6 +89,7 @@ class Runner:
         self.run_dir = Path(run_dir)
         check_key_files(config, self.run_dir)
         check_data_files(config)
+        check_writable(cache_root(), "cache root")  # found now, not when the first reader is built
         self.files = RunDir(self.run_dir)
         self.progress = progress
         self.worker = Worker(config, self.grid, reader_factory=reader_factory, progress=progress, shards=shards)

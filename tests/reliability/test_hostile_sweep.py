@@ -107,6 +107,7 @@ class Case:
     files: dict[str, bytes] = field(default_factory=dict)  # written into {case}/NAME
     run: Callable[[Path], None] | None = None  # applied to {run}, a fresh copy of a finished run
     stdin: str | None = None
+    env: dict[str, str] = field(default_factory=dict)  # set while the case runs ({placeholders} filled)
     disk: str | None = None  # the run directory {out} lies on a 2 MB tmpfs: "full" (96 kB left), "full-run"
     # (a finished run, then not a byte left) or "ro" (a finished run, then remounted read-only)
 
@@ -163,6 +164,7 @@ HOSTILE = ["../../../escaped", "/etc/escaped", "nul\x00byte", "x" * 300, "..", "
 
 RUN = "{run}"
 R = ("run", "{cfg}", "--out", "{out}")  # the run command with a config
+PLUGINS = "tests.reliability.bad_inputs.plugins:"
 
 
 CASES: list[Case] = [
@@ -295,6 +297,18 @@ CASES: list[Case] = [
     C("run/retry-negative", *R, config=cfg(("readers", openai(retry={"max_retries": -1}))), needles="max_retries"),
     C("run/retry-unknown", *R, config=cfg(("readers", openai(retry={"tries": 3}))), needles="tries"),
     C("run/reader-import-path", *R, config=cfg(("readers", ["nosuchpkg.mod:Reader"])), needles="nosuchpkg"),
+    # -- run: plugins and the cache -------------------------------------------------------------------
+    C("run/plugin-raises", *R, config=cfg(("compressors", retrieval(retriever={"name": PLUGINS + "Picky",
+                                                                               "params": {"depth": 1}}))),
+      needles=(PLUGINS + "Picky", "params {{'depth': 1}}", "ValueError in __init__: depth must be at least 2")),
+    C("run/plugin-abstract", *R, config=cfg(("compressors", retrieval(retriever=PLUGINS + "Half"))),
+      needles=(PLUGINS + "Half", "abstract method(s) search")),
+    C("run/plugin-not-found", *R, config=cfg(("compressors", retrieval(retriever="nosuchplugin:Thing"))),
+      needles=("nosuchplugin", "working directory")),
+    C("run/cache-dir-a-file", *R, config=cfg(), files={"afile": b"x"}, env={"CTXCOMP_CACHE_DIR": "{case}/afile"},
+      needles=("{case}/afile", "CTXCOMP_CACHE_DIR")),
+    C("run/cache-dir-under-a-file", *R, config=cfg(), files={"afile": b"x"},
+      env={"CTXCOMP_CACHE_DIR": "{case}/afile/cache"}, needles=("{case}/afile", "CTXCOMP_CACHE_DIR")),
     # -- run: the command line ------------------------------------------------------------------------
     C("run/set-no-key", *R, "--set", "=3", config=cfg(), needles="--set"),
     C("run/set-no-equals", *R, "--set", "batch_size", config=cfg(), needles="--set"),
@@ -381,6 +395,9 @@ CASES: list[Case] = [
     # -- show --------------------------------------------------------------------------------------------
     C("show/missing", "show", "{case}/nope", "--id", "x", needles="nope"),
     C("show/no-id", "show", RUN, needles="--id"),
+    C("show/manifest-garbage", "show", RUN, "--manifest", run=replace("manifest.json", b"{not json"),
+      needles="manifest.json"),
+    C("show/manifest-not-a-run", "show", "{case}", "--manifest", needles="{case}"),
     C("show/unknown-id", "show", RUN, "--id", "no-such-id", needles="no-such-id"),
     C("show/empty-id", "show", RUN, "--id", "", needles="id"),
     C("show/unknown-config", "show", RUN, "--id", "{first_id}", "--config", "zzzz", needles="zzzz"),
@@ -568,6 +585,15 @@ CASES: list[Case] = [
     C("data/unknown-form", "data", "remove", needles="remove"),
     # -- list, quickstart, the app ----------------------------------------------------------------------------
     C("list/unknown-kind", "list", "retreivers", needles="retreivers"),
+    C("list/config-missing", "list", "--config", "{case}/nope.yaml", needles="nope.yaml"),
+    C("list/config-and-kind", "list", "readers", "--config", "{cfg}", config=cfg(), needles="--config"),
+    C("list/config-plugin-raises-import", "list", "--config", "{cfg}",
+      config=cfg(("compressors", retrieval(retriever="nosuchplugin:Thing"))), needles="nosuchplugin"),
+    C("cache/clear-no-run", "cache", "clear", needles="--run"),
+    C("cache/clear-not-a-run", "cache", "clear", "--run", "{case}/nope", needles="nope"),
+    C("cache/info-not-a-run", "cache", "info", "--run", "{case}", needles="{case}"),
+    C("cache/clear-keys-garbage", "cache", "clear", "--run", RUN, run=replace("cache_keys.jsonl", b"\x00garbage\n"),
+      needles="recorded no cache entries"),
     C("list/extra-arg", "list", "tasks", "readers", needles="readers"),
     C("quickstart/unknown-reader", "quickstart", "--reader", "opneai", "--out", "{out}", needles="opneai"),
     C("quickstart/set-no-key", "quickstart", "--set", "=3", "--out", "{out}", needles="--set"),
@@ -778,7 +804,10 @@ def test_every_bad_input_is_one_line_exit_2_and_writes_nothing_outside_the_run(s
                 continue
             args = [_fill(a, p) for a in case.args]
             before = _tree(sandbox.root, sandbox.root / "cache")
-            got = invoke(args, case.stdin)
+            with pytest.MonkeyPatch.context() as mp:
+                for key, value in case.env.items():
+                    mp.setenv(key, _fill(value, p))
+                got = invoke(args, case.stdin)
             allowed = (p.out, p.run, p.work / "runs")
             outside = [w for w in _written(before, _tree(sandbox.root, sandbox.root / "cache"))
                        if not any(w == a or a in w.parents for a in allowed)]
@@ -810,7 +839,7 @@ def test_every_bad_input_is_one_line_exit_2_and_writes_nothing_outside_the_run(s
 
 # the same cases in a real process: what the harness above sees is what a user's shell sees
 SAMPLE = ["run/config-two-problems", "run/output-dir-nul", "run/data-gz-not-gzip", "run/label-nul",
-          "resume/preds-blank", "judge/file-non-utf8", "compare/one-arg", "retrieve/out-a-dir"]
+          "resume/preds-blank", "judge/file-non-utf8", "compare/one-arg", "retrieve/out-a-dir", "run/plugin-raises"]
 
 
 @pytest.mark.slow

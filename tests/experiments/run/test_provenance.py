@@ -162,5 +162,6 @@ def test_a_cache_folder_that_cannot_be_made_is_one_line_naming_it_and_the_variab
     (cfg := tmp_path / "c.json").write_text(json.dumps(config(data)))
     got = CliRunner().invoke(app, ["run", str(cfg), "--out", str(tmp_path / "run")])
     assert got.exit_code == 2
-    assert f"the generation cache in {blocker}/generations cannot be used" in got.output
+    assert f"the cache root in {blocker} cannot be used: {blocker} is a file, not a folder" in got.output
     assert "CTXCOMP_CACHE_DIR" in got.output and "Traceback" not in got.output
+    assert not (tmp_path / "run").exists()  # refused before the run directory is made
