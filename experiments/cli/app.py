@@ -9,6 +9,7 @@ import typer
 from experiments.cli.build import build_kv, build_m4le, build_ruler, build_sweep
 from experiments.cli.curve import curve
 from experiments.cli.data import data_app
+from experiments.cli.design import plan
 from experiments.cli.errors import set_debug
 from experiments.cli.judge import judge
 from experiments.cli.listing import cache_app, list_components
@@ -59,6 +60,7 @@ app.command("chunk")(chunk)
 app.command("retrieve")(retrieve)
 app.command("curve")(curve)
 app.command("judge")(judge)
+app.command("plan")(plan)
 app.command("list")(list_components)
 
 build_app = typer.Typer(help="Build data in the published formats (KV retrieval, LITM position sweeps, M4LE, RULER-style tasks).", no_args_is_help=True)

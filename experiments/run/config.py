@@ -48,7 +48,7 @@ from experiments.run.sections import (
 __all__ = [
     "DEFAULT_MARGIN", "Budget", "ChunksConfig", "ComponentConfig", "CompressorConfig", "ConfigError", "ContrastConfig",
     "DistractorConfig", "OpenDomainConfig", "RulerSource", "RunConfig", "SweepConfig", "SyntheticSource",
-    "TaskConfig", "apply_overrides", "budget_points", "dump_config", "load_config", "parse_config", "yaml_problem",
+    "TaskConfig", "ANALYSIS_ONLY", "Price", "apply_overrides", "budget_points", "dump_config", "load_config", "parse_config", "yaml_problem",
 ]
 
 
@@ -57,6 +57,17 @@ def yaml_problem(path: Path, err: Exception) -> str:
     mark = getattr(err, "problem_mark", None)
     where = f"{path}:{mark.line + 1}" if mark else str(path)
     return f"invalid YAML in {where}: {' '.join(str(getattr(err, 'problem', None) or err).split())}"
+
+
+# settings that change what a report says, never what is predicted: a run continues when only these differ
+ANALYSIS_ONLY = ("contrasts", "margin", "prices")
+
+
+class Price(_Strict):
+    """What a model's tokens cost, in dollars per million (a provider's price list; check it, it changes)."""
+
+    input_per_1m: float = Field(ge=0)
+    output_per_1m: float = Field(0.0, ge=0)
 
 
 class ConfigError(UserError):
@@ -76,6 +87,8 @@ class RunConfig(_Strict):
     ratio: list[Ratio] | None = None
     # non-inferiority margin in score points (reports only, like contrasts)
     margin: float = Field(DEFAULT_MARGIN, ge=0)
+    # dollars per million tokens by reader label or model name, for `ctxcomp plan` and `--max-cost` (analysis only)
+    prices: dict[str, Price] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _axis(self) -> "RunConfig":
@@ -95,7 +108,8 @@ class RunConfig(_Strict):
             return False
         tasks = [mine.model_copy(update={"sample": theirs.sample}) if _grown(mine, theirs) else mine
                  for mine, theirs in zip(self.tasks, other.tasks)]
-        return self.model_copy(update={"contrasts": other.contrasts, "margin": other.margin, "tasks": tasks}) == other
+        analysis = {name: getattr(other, name) for name in ANALYSIS_ONLY}
+        return self.model_copy(update={**analysis, "tasks": tasks}) == other
 
     @field_validator("tasks", "readers")
     @classmethod

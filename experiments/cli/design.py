@@ -1,0 +1,55 @@
+"""``ctxcomp plan``: the n and the cost each cell's verdict needs, from a pilot run."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from core.errors import UserError
+from experiments.cli.errors import plain_output, print_table, user_errors
+from experiments.report.stats import ALPHA
+
+
+def parse_prices(items: list[str]) -> dict[str, dict[str, float]]:
+    """``--price NAME=IN,OUT`` (dollars per million input and output tokens) as the config's ``prices`` holds them."""
+    out = {}
+    for item in items:
+        name, _, value = item.partition("=")
+        try:
+            parts = [float(v) for v in value.split(",")]
+        except ValueError:
+            parts = []
+        if not name or len(parts) not in (1, 2) or any(p < 0 for p in parts):
+            raise UserError(f"--price expects NAME=INPUT[,OUTPUT] in dollars per million tokens, got {item!r}")
+        out[name] = {"input_per_1m": parts[0], "output_per_1m": parts[1] if len(parts) == 2 else 0.0}
+    return out
+
+
+@user_errors
+def plan(
+    run_dir: Path = typer.Argument(..., help="A finished (pilot) run directory."),
+    margin: Optional[float] = typer.Option(None, "--margin", min=0, help="Non-inferiority margin in points "
+                                           "(default: the run's)."),
+    power: float = typer.Option(0.8, "--power", min=0.5, max=0.999, help="The chance of showing 'not worse' "
+                                "when the assumed difference is true."),
+    alpha: float = typer.Option(ALPHA, "--alpha", min=0.0001, max=0.5, help="One-sided level of the test "
+                                "(0.025: the report's 95% intervals)."),
+    price: List[str] = typer.Option([], "--price", help="NAME=IN,OUT: dollars per million tokens for a reader "
+                                    "label or model name (repeatable; beside the config's `prices:`)."),
+    plain: bool = typer.Option(False, "--plain", help="Plain Markdown tables (the default when stdout is not a terminal)."),
+) -> None:
+    """For every cell and task average: the clustered spread of its difference to full, the n (and documents)
+    a non-inferiority verdict needs at the observed difference and at 0, and what reading that n costs."""
+    from experiments.design.forecast import plan_run, plan_table
+
+    rows, settings = plan_run(run_dir, margin=margin, power=power, alpha=alpha, prices=parse_prices(price))
+    if not rows:
+        raise UserError(f"{run_dir} has no compressed cell paired with a full-context cell: nothing to plan")
+    header, body = plan_table(rows)
+    print_table(header, body, plain=plain_output(plain),
+                title=f"What a verdict needs: margin {settings['margin']:g} points, power {power:g}, one-sided "
+                      f"alpha {alpha:g}, documents as in the pilot")
+    typer.echo("n: examples (documents); SD: per-example spread with the documents' correlation; costs count the "
+               "arm and full for every example added, at the pilot's per-example calls, tokens, seconds of "
+               "generations not served by the cache, and prices (docs/metrics.md, 'Planning n').")
