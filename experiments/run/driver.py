@@ -82,8 +82,10 @@ class Runner:
 
     def __init__(self, config: RunConfig, run_dir: str | Path, *, progress: bool = True,
                  reader_factory: Callable[..., Reader] = make_reader, executor: Executor | None = None,
-                 shards: Any = None, notify: Callable[[str], None] | None = None) -> None:
+                 shards: Any = None, notify: Callable[[str], None] | None = None,
+                 only: Callable[[str, str], bool] | None = None) -> None:
         self.config = config
+        self.only = only  # (task key, config hash) -> whether the cell is read (a growing run's undecided cells)
         self.grid = expand_grid(config)
         check_components(config, self.grid)
         self.run_dir = Path(run_dir)
@@ -189,7 +191,7 @@ class Runner:
         self.files.failures.repair_keys()
         if self._continuing:
             self.notify(f"{self.run_dir} holds a run of this config; continuing it")
-        units, already = pending_units(self.worker, done)
+        units, already = pending_units(self.worker, done, self.only)
         self.stats.already_done = already
         self.stats.examples = already + sum(len(u.ids) for u in units)
         with progress_bar(self.stats.examples, "predict", enabled=self.progress) as bar:

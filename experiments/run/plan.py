@@ -7,6 +7,7 @@ value (nested sections too; ``core.checks``).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -68,13 +69,17 @@ def check_key_files(sections: Any, run_dir: Path) -> None:
             stack.extend(node)
 
 
-def pending_units(worker: Worker, done: set[RecordKey]) -> tuple[list[WorkUnit], int]:
-    """Units still to do, in grid order, and how many examples are already done."""
+def pending_units(worker: Worker, done: set[RecordKey],
+                  only: Callable[[str, str], bool] | None = None) -> tuple[list[WorkUnit], int]:
+    """Units still to do, in grid order, and how many examples are already done; ``only(task key, config
+    hash)`` keeps the cells a growing run still reads (``experiments.design.grow``)."""
     units, already = [], 0
     batch = worker.config.batch_size
     for pi, point in enumerate(worker.grid):
         for ti, task in enumerate(worker.config.tasks):
             if not point.compressor.applies_to(task.key):
+                continue
+            if only is not None and not only(task.key, point.config_hash):
                 continue
             examples = worker.examples(task)
             ids = [ex_id for ex_id in examples if (task.key, ex_id, point.config_hash) not in done]

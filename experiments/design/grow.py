@@ -1,0 +1,340 @@
+"""Runs that grow until each cell is decided: ``ctxcomp run CONFIG --until-decided [--step N] [--max-n N]
+[--max-cost ...]``.
+
+A fixed-n run spends as many reader calls on a cell that is clearly fine after 40 questions as on one at the
+edge.  Here each task's nested sample (``sample:``, ``experiments.data.sampling``) grows by ``step`` questions
+at a time; after each step every compressed cell that is not yet decided is tested against full with the
+group-sequential rule of ``experiments.design.sequential`` (alpha spending, so the repeated looks keep the
+error rate at alpha), and a decided cell gets no more examples: later steps read only the undecided cells and
+the full context they are compared with.  Because a larger sample holds the smaller one, every generation of an
+earlier step is kept, and the run directory is an ordinary run that ``report``, ``show`` and ``view`` read.
+
+The run stops when every cell is decided, when each task's sample reaches ``--max-n`` (or its whole pool:
+undecided cells end "cannot tell at the maximum n"), or before a step whose forecast cost would pass
+``--max-cost`` (stopping for cost never adds an error: a cell is only left undecided).  The settings, every
+look with its boundary and statistics, and the look at which each cell was decided are kept in the run's
+``manifest.json`` under ``sequential``, written after every look, so ``ctxcomp run --resume RUN_DIR``
+continues a killed sequential run where it stopped.
+"""
+from __future__ import annotations
+
+import json
+import re
+import statistics
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from core.errors import UserError
+from core.files import write_atomic
+from experiments.data.provenance import MANIFEST, read_manifest
+from experiments.data.records import Prediction
+from experiments.data.store import RunDir
+from experiments.design.forecast import price_of, rate
+from experiments.design.sequential import Spending, boundaries, look
+from experiments.report.cells import cluster_keys, item_scores
+from experiments.report.stats import ALPHA, MIN_CLUSTERS, as_units
+from experiments.run.config import RunConfig
+from experiments.run.driver import Runner, RunStats
+from experiments.run.grid import GridPoint, expand_grid
+from experiments.run.sections import SampleConfig
+
+KEY = "sequential"
+NOT_DECIDED_AT_MAX = "cannot tell at the maximum n"
+CostUnit = Literal["usd", "hours", "calls"]
+_COST = re.compile(r"^\s*\$?\s*(\d+(?:\.\d+)?)\s*(usd|\$|h|hours?|min|minutes?|calls?)?\s*$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class CostLimit:
+    """``--max-cost``: dollars (``$5``, ``5usd``), hours (``2h``, ``90min``) or reader and summarizer calls
+    (``1000calls``)."""
+
+    amount: float
+    unit: CostUnit
+
+    @classmethod
+    def parse(cls, text: str) -> "CostLimit":
+        m = _COST.match(text)
+        if not m or (text.strip().startswith("$") and m.group(2) not in (None, "$", "usd")):
+            raise UserError(f"--max-cost expects dollars ($5, 5usd), hours (2h, 90min) or calls (1000calls), "
+                            f"got {text!r}")
+        value, unit = float(m.group(1)), (m.group(2) or ("usd" if "$" in text else "")).lower()
+        if unit in ("usd", "$"):
+            return cls(value, "usd")
+        if unit.startswith("h"):
+            return cls(value, "hours")
+        if unit.startswith("min"):
+            return cls(value / 60, "hours")
+        if unit.startswith("call"):
+            return cls(value, "calls")
+        raise UserError(f"--max-cost {text!r} needs a unit: $ or usd, h or min, calls")
+
+    def describe(self) -> str:
+        return {"usd": f"${self.amount:g}", "hours": f"{self.amount:g} h", "calls": f"{self.amount:g} calls"}[self.unit]
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How a run grows and when it stops."""
+
+    step: int = 10
+    max_n: int | None = None
+    max_cost: CostLimit | None = None
+    alpha: float = ALPHA
+    spending: Spending = "obrien_fleming"
+
+    def __post_init__(self) -> None:
+        if self.step < 1:
+            raise UserError(f"--step must be >= 1, got {self.step}")
+        if self.max_n is not None and self.max_n < self.step:
+            raise UserError(f"--max-n ({self.max_n}) must be at least --step ({self.step})")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"step": self.step, "max_n": self.max_n, "alpha": self.alpha, "spending": self.spending,
+                "max_cost": None if self.max_cost is None else asdict(self.max_cost)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Limits":
+        cost = data.get("max_cost")
+        return cls(int(data["step"]), data.get("max_n"), CostLimit(**cost) if cost else None,
+                   float(data.get("alpha", ALPHA)), data.get("spending", "obrien_fleming"))
+
+
+@dataclass(frozen=True)
+class Cell:
+    """A compressed arm on one task and the full-context arm of the same reader it is tested against."""
+
+    task: str
+    config_hash: str
+    full_hash: str
+    point: GridPoint
+
+    @property
+    def key(self) -> str:
+        return f"{self.task}\x1f{self.config_hash}"
+
+
+def growable(config: RunConfig, limits: Limits) -> RunConfig:
+    """The config with every task on a nested sample (its seed and ``by`` kept; n set per step): a task with
+    ``limit`` or a generated RULER task cannot grow and is refused in one line."""
+    tasks = []
+    for task in config.tasks:
+        if task.limit is not None:
+            raise UserError(f"--until-decided grows each task's sample: task {task.key!r} has `limit: "
+                            f"{task.limit}` (the first N questions); give it `sample: {{n: {task.limit}, "
+                            "seed: 0}` instead")
+        if task.ruler is not None:
+            raise UserError(f"--until-decided cannot grow the generated RULER task {task.key!r} (its size is "
+                            "`ruler.n`); run it at a fixed n")
+        sample = task.sample or SampleConfig(n=limits.step)
+        tasks.append(task.model_copy(update={"sample": sample.model_copy(update={"n": limits.step})}))
+    return config.model_copy(update={"tasks": tasks})
+
+
+def at_step(config: RunConfig, n: dict[str, int]) -> RunConfig:
+    """The config with each task's sample at ``n[task key]`` questions."""
+    tasks = [t.model_copy(update={"sample": t.sample.model_copy(update={"n": n[t.key]})}) if t.sample else t
+             for t in config.tasks]
+    return config.model_copy(update={"tasks": tasks})
+
+
+def cells_of(config: RunConfig, grid: list[GridPoint]) -> list[Cell]:
+    """Every compressed (task, grid point) with a full-context point of the same reader and budget-free."""
+    full = {p.reader.model_dump_json(): p.config_hash for p in grid if p.compressor.name == "full"}
+    out = []
+    for point in grid:
+        if point.compressor.name == "full" or point.reader.model_dump_json() not in full:
+            continue
+        for task in config.tasks:
+            if point.compressor.applies_to(task.key):
+                out.append(Cell(task.key, point.config_hash, full[point.reader.model_dump_json()], point))
+    return out
+
+
+def pool_sizes(config: RunConfig) -> dict[str, int]:
+    """How many questions each task's file (or generator) holds: the most a sample can take."""
+    from experiments.run.examples import load_task_examples
+
+    sizes = {}
+    for task in config.tasks:
+        bare = task.model_copy(update={"sample": None, "sweep": None, "open_domain": None, "chunks": None})
+        sizes[task.key] = len(load_task_examples(bare))
+    return sizes
+
+
+@dataclass
+class Outcome:
+    """What a growing run did: its looks and why it stopped."""
+
+    run_dir: Path
+    state: dict[str, Any]
+    stats: list[RunStats]
+
+    @property
+    def stopped(self) -> str:
+        return str(self.state.get("stopped") or "")
+
+
+def grow(config: RunConfig, run_dir: str | Path, limits: Limits, *, margin: float | None = None,
+         progress: bool = True, notify: Callable[[str], None] = lambda _m: None, **runner_options: Any) -> Outcome:
+    """Grow ``config``'s samples step by step until every cell is decided (module docstring); continue the
+    sequential run ``run_dir`` holds, if any, with the settings it was started with."""
+    run_dir = Path(run_dir)
+    state = load_state(run_dir)
+    if state is not None:
+        held = Limits.from_dict(state["settings"])
+        if held != limits:
+            notify(f"{run_dir} holds a sequential run started with {held.as_dict()}; it continues with those settings")
+        limits = held
+        margin = float(state["margin"])
+    margin = config.margin if margin is None else margin
+    config = growable(config, limits)
+    grid = expand_grid(config)
+    cells = cells_of(config, grid)
+    if not cells:
+        raise UserError("--until-decided needs at least one compressed arm beside `full` to decide")
+    pools = pool_sizes(config)
+    caps = {t: min(pools[t], limits.max_n or pools[t]) for t in pools}
+    state = state or {"settings": limits.as_dict(), "margin": margin, "max_n": caps, "looks": [],
+                      "cells": {c.key: {"task": c.task, "config_hash": c.config_hash, "full_hash": c.full_hash,
+                                        "fractions": [], "decision": "", "look": None} for c in cells},
+                      "stopped": None}
+    state["stopped"] = None
+    runs: list[RunStats] = []
+    while True:
+        k = len(state["looks"]) + 1
+        n = {t: min(limits.step * k, caps[t]) for t in caps}
+        previous = state["looks"][-1]["n"] if state["looks"] else {t: 0 for t in caps}
+        open_cells = [c for c in cells if not state["cells"][c.key]["decision"]]
+        if not open_cells:
+            state["stopped"] = "every cell decided"
+            break
+        growing = [c for c in open_cells if n[c.task] > previous[c.task]]
+        if not growing:
+            state["stopped"] = "every task's sample reached its maximum n"
+            for c in open_cells:
+                state["cells"][c.key]["decision"] = NOT_DECIDED_AT_MAX
+            break
+        over = _over_budget(run_dir, config, grid, limits, growing, n, previous, state)
+        if over:
+            state["stopped"] = over
+            break
+        step_config = at_step(config, n)
+        wanted = {(c.task, c.config_hash) for c in growing} | {(c.task, c.full_hash) for c in growing}
+        notify(f"step {k}: {', '.join(f'{t} n={v}' for t, v in n.items())}; reading {len(growing)} undecided "
+               f"cell(s) of {len(cells)}")
+        quiet = (lambda m: None if "holds a run of this config" in m else notify(m)) if k > 1 else notify
+        runner = Runner(step_config, run_dir, progress=progress, notify=quiet,
+                        only=lambda task, h: (task, h) in wanted, **runner_options)
+        try:
+            runs.append(runner.run())
+        finally:
+            runner.close()
+        state["spent_s"] = round(state.get("spent_s", 0.0) + runs[-1].wall_s, 3)
+        state["looks"].append(_look(run_dir, growing, n, caps, margin, limits, state))
+        save_state(run_dir, state)
+    save_state(run_dir, state)
+    return Outcome(run_dir, state, runs)
+
+
+def _look(run_dir: Path, growing: list[Cell], n: dict[str, int], caps: dict[str, int], margin: float,
+          limits: Limits, state: dict[str, Any]) -> dict[str, Any]:
+    """Test every growing cell at this look and record the decisions."""
+    items = item_scores(RunDir(run_dir).predictions.read())
+    k = len(state["looks"]) + 1
+    rows = []
+    for c in growing:
+        record = state["cells"][c.key]
+        fraction = n[c.task] / caps[c.task]
+        record["fractions"].append(round(fraction, 6))
+        boundary = boundaries(record["fractions"], limits.alpha, limits.spending)[-1]
+        full, arm = items.get((c.task, c.full_hash), {}), items.get((c.task, c.config_hash), {})
+        ids = sorted(set(full) & set(arm))
+        if not ids:
+            rows.append({"task": c.task, "config_hash": c.config_hash, "n": 0, "decision": "no pairs"})
+            continue
+        units = as_units([arm[i] - full[i] for i in ids], clusters=cluster_keys(ids, full, arm))
+        seen = look(units.sums, units.sizes, margin, fraction, boundary)
+        decision = seen.decision if seen.n_clusters >= MIN_CLUSTERS else ""
+        if not decision and fraction >= 1:
+            decision = NOT_DECIDED_AT_MAX
+        if decision:
+            record["decision"], record["look"] = decision, k
+        rows.append({"task": c.task, "config_hash": c.config_hash, **asdict(seen), "decision": decision})
+    return {"look": k, "n": dict(n), "cells": rows}
+
+
+def _over_budget(run_dir: Path, config: RunConfig, grid: list[GridPoint], limits: Limits, growing: list[Cell],
+                 n: dict[str, int], previous: dict[str, int], state: dict[str, Any]) -> str:
+    """Why the next step is not taken (its forecast cost would pass ``--max-cost``), or ""."""
+    if limits.max_cost is None or not state["looks"]:
+        return ""
+    preds = RunDir(run_dir).predictions.read() if (run_dir / "predictions.jsonl").is_file() else []
+    by_cell: dict[tuple[str, str], list[Prediction]] = {}
+    for r in preds:
+        by_cell.setdefault((r.task, r.config_hash), []).append(r)
+    points = {p.config_hash: p for p in grid}
+    prices = {name: p.model_dump() for name, p in config.prices.items()}
+
+    def price(h: str) -> tuple[float, float] | None:
+        point = points[h]
+        return price_of(point.reader.label or point.reader.name, point.reader.params, prices)
+
+    unit = limits.max_cost.unit
+    spent = _spent(preds, unit, price, state)
+    ahead = 0.0
+    for key in {(c.task, h) for c in growing for h in (c.config_hash, c.full_hash)}:
+        r = rate(by_cell.get(key, []), price(key[1]))
+        each = {"usd": r.dollars, "hours": r.seconds / 3600, "calls": r.reader_calls + r.summarizer_calls}[unit]
+        ahead += (each if each == each else 0.0) * (n[key[0]] - previous[key[0]])
+    if spent + ahead > limits.max_cost.amount:
+        return (f"the next step would pass --max-cost {limits.max_cost.describe()} (spent "
+                f"{_amount(spent, unit)}, the step about {_amount(ahead, unit)} more)")
+    return ""
+
+
+def _spent(preds: list[Prediction], unit: CostUnit, price: Callable[[str], tuple[float, float] | None],
+           state: dict[str, Any]) -> float:
+    if unit == "hours":
+        return float(state.get("spent_s", 0.0)) / 3600
+    fresh = [r for r in preds if not r.cached]
+    if unit == "calls":
+        return float(len(fresh) + sum(r.compress_calls - r.compress_cache_hits for r in preds))
+    total = 0.0
+    for r in fresh:
+        p = price(r.config_hash)
+        if p is not None:
+            total += ((r.reader_tokens_in + r.compress_tokens_in) * p[0]
+                      + (r.reader_tokens_out + r.compress_tokens_out) * p[1]) / 1e6
+    return total
+
+
+def _amount(value: float, unit: CostUnit) -> str:
+    return {"usd": f"${value:,.2f}", "hours": f"{value:.2f} h", "calls": f"{value:,.0f} calls"}[unit]
+
+
+def load_state(run_dir: Path) -> dict[str, Any] | None:
+    """The sequential state a run directory's manifest holds, or None."""
+    if not (Path(run_dir) / MANIFEST).is_file():
+        return None
+    return read_manifest(run_dir).get(KEY)
+
+
+def save_state(run_dir: Path, state: dict[str, Any]) -> None:
+    manifest = read_manifest(run_dir)
+    manifest[KEY] = state
+    write_atomic(Path(run_dir) / MANIFEST, json.dumps(manifest, indent=2, ensure_ascii=False))
+
+
+def summary(state: dict[str, Any]) -> dict[str, Any]:
+    """Counts of decisions and the mean look at which cells were decided, for the end-of-run line."""
+    decisions = [c["decision"] or "open" for c in state["cells"].values()]
+    looks = [c["look"] for c in state["cells"].values() if c["look"]]
+    return {"cells": len(decisions), **{d: decisions.count(d) for d in sorted(set(decisions))},
+            "mean look": round(statistics.fmean(looks), 2) if looks else None, "looks": len(state["looks"]),
+            "stopped": state.get("stopped")}
+
+
+__all__ = ["KEY", "CostLimit", "Limits", "Outcome", "grow", "load_state", "summary"]
