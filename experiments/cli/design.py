@@ -53,3 +53,34 @@ def plan(
     typer.echo("n: examples (documents); SD: per-example spread with the documents' correlation; costs count the "
                "arm and full for every example added, at the pilot's per-example calls, tokens, seconds of "
                "generations not served by the cache, and prices (docs/metrics.md, 'Planning n').")
+
+
+def run_until_decided(config, run_dir: Path, *, step: Optional[int], max_n: Optional[int], max_cost: Optional[str],
+                      spending: str, report: bool, plain: bool) -> None:
+    """``ctxcomp run CONFIG --until-decided``: grow the samples until every cell is decided
+    (``experiments.design.grow``), then write the report and print what was decided."""
+    from experiments.cli.errors import sigterm_as_interrupt
+    from experiments.design.grow import CostLimit, Limits, grow, load_state, summary
+    from experiments.report.cells import load_run
+    from experiments.run.api import RunInterrupted
+
+    say = lambda message: typer.echo(message, err=True)  # noqa: E731
+    held = load_state(run_dir)
+    limits = Limits.from_dict(held["settings"]) if held is not None and step is None else Limits(
+        step=step or 10, max_n=max_n, max_cost=CostLimit.parse(max_cost) if max_cost else None,
+        spending=spending)  # type: ignore[arg-type]
+    try:
+        with sigterm_as_interrupt():
+            outcome = grow(config, run_dir, limits, notify=say)
+    except (KeyboardInterrupt, RunInterrupted):
+        say(f"\ninterrupted: every finished look is saved; continue with `ctxcomp run --resume {run_dir}`")
+        raise typer.Exit(130) from None
+    counts = summary(outcome.state)
+    typer.echo("decided: " + ", ".join(f"{k} {v}" for k, v in counts.items() if v is not None))
+    if report:
+        from experiments.cli.run import print_scores
+        from experiments.report.write import write_report
+
+        data = load_run(run_dir)
+        write_report(data)
+        print_scores(data, plain=plain)

@@ -10,7 +10,8 @@ the full context they are compared with.  Because a larger sample holds the smal
 earlier step is kept, and the run directory is an ordinary run that ``report``, ``show`` and ``view`` read.
 
 The run stops when every cell is decided, when each task's sample reaches ``--max-n`` (or its whole pool:
-undecided cells end "cannot tell at the maximum n"), or before a step whose forecast cost would pass
+undecided cells end "cannot tell at the maximum n"; a cell whose arm and full both sit at the metric's floor
+or ceiling is never decided early, and ends "uninformative"), or before a step whose forecast cost would pass
 ``--max-cost`` (stopping for cost never adds an error: a cell is only left undecided).  The settings, every
 look with its boundary and statistics, and the look at which each cell was decided are kept in the run's
 ``manifest.json`` under ``sequential``, written after every look, so ``ctxcomp run --resume RUN_DIR``
@@ -34,7 +35,8 @@ from experiments.data.store import RunDir
 from experiments.design.forecast import price_of, rate
 from experiments.design.sequential import Spending, boundaries, look
 from experiments.report.cells import cluster_keys, item_scores
-from experiments.report.stats import ALPHA, MIN_CLUSTERS, as_units
+from experiments.report.stats import ALPHA, MIN_CLUSTERS, UNINFORMATIVE, as_units
+from experiments.report.tradeoff import floor_or_ceiling
 from experiments.run.config import RunConfig
 from experiments.run.driver import Runner, RunStats
 from experiments.run.grid import GridPoint, expand_grid
@@ -257,9 +259,10 @@ def _look(run_dir: Path, growing: list[Cell], n: dict[str, int], caps: dict[str,
             continue
         units = as_units([arm[i] - full[i] for i in ids], clusters=cluster_keys(ids, full, arm))
         seen = look(units.sums, units.sizes, margin, fraction, boundary)
-        decision = seen.decision if seen.n_clusters >= MIN_CLUSTERS else ""
+        flat = floor_or_ceiling({i: full[i] for i in ids}, {i: arm[i] for i in ids})
+        decision = seen.decision if seen.n_clusters >= MIN_CLUSTERS and not flat else ""
         if not decision and fraction >= 1:
-            decision = NOT_DECIDED_AT_MAX
+            decision = UNINFORMATIVE.format(100 if full[ids[0]] == 1 else 0) if flat else NOT_DECIDED_AT_MAX
         if decision:
             record["decision"], record["look"] = decision, k
         rows.append({"task": c.task, "config_hash": c.config_hash, **asdict(seen), "decision": decision})

@@ -161,3 +161,26 @@ def test_growing_refuses_a_task_with_limit(shared_data):
         {"name": "natural_question", "path": str(shared_data / "leval" / "natural_question.jsonl"), "limit": 4}]})
     with pytest.raises(Exception, match="sample: {n: 4, seed: 0}"):
         grow(config, "/nonexistent", Limits(step=4))
+
+
+def test_the_cli_grows_a_run_and_resume_continues_it(tmp_path):
+    from typer.testing import CliRunner
+
+    from experiments.cli.app import app
+
+    config = tmp_path / "c.yaml"
+    config.write_text("name: g\nreaders: [extractive]\ncompressors: [full, {name: retrieval, params: {top_n: 1}}]\n"
+                      "tasks:\n  - {name: nq_multidoc, synthetic: {kind: multidoc_qa, n: 30, num_docs: 4, "
+                      "words_per_doc: 30}, sample: {n: 1, seed: 3}}\n")
+    run = tmp_path / "run"
+    result = CliRunner().invoke(app, ["run", str(config), "--out", str(run), "--until-decided", "--step", "10",
+                                      "--max-n", "20", "--no-report"])
+    assert result.exit_code == 0, result.output
+    # the extractive reader answers every synthetic question with either arm: a ceiling, never decided early
+    assert "decided: cells 1, uninformative: the reference scores 100 1" in result.output
+    state = load_state(run)
+    assert [look["n"]["nq_multidoc"] for look in state["looks"]] == [10, 20]
+    again = CliRunner().invoke(app, ["run", "--resume", str(run), "--no-report"])
+    assert again.exit_code == 0 and load_state(run)["looks"] == state["looks"]
+    wrong = CliRunner().invoke(app, ["run", str(config), "--out", str(tmp_path / "x"), "--max-n", "5"])
+    assert wrong.exit_code == 2 and "--until-decided" in wrong.output
