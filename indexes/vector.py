@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -33,8 +34,11 @@ def faiss_sees_gpu() -> bool:
     return hasattr(faiss, "StandardGpuResources") and faiss.get_num_gpus() > 0
 
 
-def torch_gpu_device() -> str | None:
-    """The GPU torch would search on (``'cuda'``), or None when torch sees none."""
+def torch_gpu_device(*, load: bool = True) -> str | None:
+    """The GPU torch would search on (``'cuda'``), or None when torch sees none (or, with ``load=False``, when
+    this process has not imported torch: an index of OpenAI embeddings should not pay seconds to import it)."""
+    if not load and "torch" not in sys.modules:
+        return None
     import torch
 
     return "cuda" if torch.cuda.is_available() else None
@@ -134,8 +138,9 @@ class FaissIndex:
     must bring at least ``nlist`` vectors (``nlist=None`` picks ~sqrt(n)).
     ``device='auto'`` searches on GPU 0 when one is visible: flat and ivf
     indexes move there when FAISS was built with GPU support, and without it a
-    flat index searches with torch (:class:`TorchFlatSearch`); HNSW always runs
-    on CPU (FAISS has no GPU HNSW).  ``device='gpu'`` takes the same paths and
+    flat index searches with torch (:class:`TorchFlatSearch`) when this process
+    has torch loaded (a local encoder loads it); HNSW always runs on CPU (FAISS
+    has no GPU HNSW).  ``device='gpu'`` takes the same paths and
     refuses where none fits; ``engine`` says which one was taken.
     """
 
@@ -206,7 +211,7 @@ class FaissIndex:
 
         if self.device == "cpu":
             return index
-        gpu = torch_gpu_device() if self.kind == "flat" else None
+        gpu = torch_gpu_device(load=self.device == "gpu") if self.kind == "flat" else None
         self.engine = search_engine(self.kind, self.device, faiss_gpu=faiss_sees_gpu(), torch_gpu=gpu is not None)
         if self.engine == "faiss-gpu":
             self._gpu_res = faiss.StandardGpuResources()

@@ -151,7 +151,7 @@ def test_an_index_searching_with_torch_gives_faiss_hits_and_saves_as_faiss(data,
     import indexes.vector as vector
 
     base, queries, ids = data
-    monkeypatch.setattr(vector, "torch_gpu_device", lambda: "cpu")
+    monkeypatch.setattr(vector, "torch_gpu_device", lambda load: "cpu")
     monkeypatch.setattr(vector, "faiss_sees_gpu", lambda: False)
     on_torch = FaissIndex(16, "flat", device="gpu")
     on_torch.add(ids[:300], base[:300])

@@ -100,3 +100,44 @@ def test_identity_changes_with_output_relevant_settings(tiny_causal_dir, causal)
     other = HFReader(str(tiny_causal_dir), truncation="left", device="cpu")
     assert causal.identity != other.identity and str(tiny_causal_dir) in causal.identity
     assert ":dtype=float32:" in causal.identity  # bf16 on a GPU would be another cache key
+
+
+def test_cpu_defaults_are_unchanged(causal, tiny_causal_dir):
+    """On a CPU: 4 prompts a batch, no token budget, each prompt prefilled alone; identity as before."""
+    reader = HFReader(str(tiny_causal_dir), device="cpu")
+    assert (reader.batch_size, reader.batch_tokens, reader.prefill_apart) == (4, None, True)
+    assert reader.identity == (f"hf:{tiny_causal_dir}:gguf=None:rev=None:tokenizer={tiny_causal_dir}:dtype=float32"
+                               ":chat=None:max_context=64:truncation=middle")
+
+
+def test_batches_are_sized_in_padded_tokens_longest_first(tiny_causal_dir):
+    """``batch_tokens`` bounds prompts x (longest prompt + new tokens) per batch; a prompt over it runs alone."""
+    reader = HFReader(str(tiny_causal_dir), device="cpu", batch_size=100, batch_tokens=60)
+    requests = [GenerationRequest(prompt=" ".join(["word"] * n), max_new_tokens=4) for n in (3, 40, 9, 10, 2, 11)]
+    lengths = [len(reader._prepare(r)[0]) for r in requests]
+    batches = reader._batches(requests, lengths)
+    assert [i for b in batches for i in b] == sorted(range(6), key=lambda i: -lengths[i])
+    assert batches[0] == [1]  # 42 + 4 tokens: one fits, two would not
+    for batch in batches[1:]:
+        assert len(batch) * (max(lengths[i] for i in batch) + 4) <= 60
+    assert len(batches) < len(requests) - 1  # short prompts do share batches
+    got = reader.generate(requests)
+    alone = [reader.generate([r])[0] for r in requests]
+    assert [g.text for g in got] == [g.text for g in alone]
+    assert sorted(g.meta["batch_size"] for g in got) == sorted(len(b) for b in batches for _ in b)
+
+
+def test_gpu_defaults_from_the_models_shapes():
+    """On cuda the padded prefill, and a token budget from free memory over the KV + activation bytes a token
+    takes: Llama-3.2-1B's shapes in bfloat16 hold 32 KiB of keys and values per token."""
+    from transformers import LlamaConfig
+
+    from readers.hf import default_batch_tokens, default_prefill_apart, kv_bytes_per_token
+
+    assert default_prefill_apart("cpu") and not default_prefill_apart("cuda") and not default_prefill_apart("cuda:1")
+    config = LlamaConfig(hidden_size=2048, intermediate_size=8192, num_hidden_layers=16, num_attention_heads=32,
+                         num_key_value_heads=8, head_dim=64)
+    assert kv_bytes_per_token(config, 2) == 2 * 16 * 8 * 64 * 2 == 32768
+    per_token = 32768 + (4 * 2048 + 3 * 8192) * 2
+    assert default_batch_tokens(config, 2, 80 << 30) == (40 << 30) // per_token
+    assert default_batch_tokens(config, 2, 0) == 1

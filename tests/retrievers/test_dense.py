@@ -66,6 +66,11 @@ def test_duplicate_texts_are_encoded_once(tmp_path):
     r = DenseRetriever(HashedBagOfWords(), cache=EmbeddingCache(tmp_path)).index(chunks)
     assert r.texts_encoded == 2
     assert len(r.search(["same"], 10)[0]) == 3
+    # cached, fresh and repeated texts interleaved: every row is its own text's vector, in input order
+    texts = ["other", "new one", "same text", "new one", "fresh two", "other"]
+    enc = HashedBagOfWords()
+    got = DenseRetriever(enc, cache=EmbeddingCache(tmp_path))._embed(texts, "doc")
+    np.testing.assert_array_equal(got, np.stack([enc._one(t) for t in texts]))
 
 
 def test_encode_sorted_restores_input_order_and_normalises():
@@ -163,3 +168,54 @@ def test_max_length_is_part_of_the_cache_key(tiny_bert, tmp_path):
     from retrievers.sentence_transformers import SentenceTransformerEncoder
 
     assert SentenceTransformerEncoder("m", max_length=128).model_id != SentenceTransformerEncoder("m").model_id
+
+
+# -- on a GPU: half precision behind a check, tokenization one batch ahead (run here on the CPU) --------------
+@pytest.fixture(scope="module")
+def minilm_encoder():
+    from retrievers.sentence_transformers import SentenceTransformerEncoder
+
+    return SentenceTransformerEncoder(str(minilm_dir()), device="cpu")
+
+
+@pytest.mark.parametrize("which", ["minilm", "tiny-bert-mean"])
+def test_prefetched_tokenization_encodes_as_sentence_transformers(which, minilm_encoder, tiny_bert):
+    """The GPU path (the next batch tokenized in a thread, vectors kept on the device until the end) gives what
+    sentence-transformers' own encode_document / encode_query give, in input order, over several batches."""
+    from retrievers.contriever import contriever_encoder
+    from retrievers.sentence_transformers import CHECK_TEXTS
+
+    enc = minilm_encoder if which == "minilm" else contriever_encoder(str(tiny_bert), device="cpu", max_length=64)
+    texts = list(CHECK_TEXTS) + PASSAGES + ["x"]
+    enc.prefetch, enc.requested_batch_size = False, None
+    docs, queries = enc.encode_documents(texts), enc.encode_queries(texts[:5])
+    enc.prefetch, enc.requested_batch_size = True, 4
+    try:
+        np.testing.assert_allclose(enc.encode_documents(texts), docs, atol=1e-6)
+        np.testing.assert_allclose(enc.encode_queries(texts[:5]), queries, atol=1e-6)
+    finally:
+        enc.prefetch, enc.requested_batch_size = None, None
+
+
+def test_half_precision_passes_the_check_set_and_stays_available_to_ask_for(minilm_encoder):
+    """MiniLM in bfloat16 keeps a cosine >= 0.999 with float32 on the check set (the rule ``dtype='auto'`` applies
+    on a GPU); ``dtype`` names a precision outright, and a CPU keeps float32 by default."""
+    import torch
+
+    from retrievers.sentence_transformers import (
+        HALF_PRECISION_MIN_COSINE,
+        SentenceTransformerEncoder,
+        half_precision_cosine,
+    )
+
+    on_cpu = SentenceTransformerEncoder(str(minilm_dir()), device="cpu")
+    assert on_cpu.batch_size == 64 and on_cpu.check_cosine is None
+    model = on_cpu.load()
+    assert model.dtype == torch.float32
+    assert HALF_PRECISION_MIN_COSINE <= half_precision_cosine(model, torch.bfloat16) < 1.0
+    assert model.dtype == torch.bfloat16
+    bf16 = SentenceTransformerEncoder(str(minilm_dir()), device="cpu", dtype="bfloat16")
+    assert bf16.load().dtype == torch.bfloat16
+    cosines = (bf16.encode_documents(PASSAGES) * minilm_encoder.encode_documents(PASSAGES)).sum(axis=1)
+    assert cosines.min() >= HALF_PRECISION_MIN_COSINE
+
