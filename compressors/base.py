@@ -137,10 +137,15 @@ class Compressor(ABC):
     themselves, which a budget axis replaces (giving both is an error).  The
     runner calls ``check_budget`` for every grid point before anything runs,
     and passes ``budget`` only to a compressor that takes one.
+
+    ``calls_model``: False for a compressor whose own code calls no model (the
+    sections it nests, a retriever, still may), so a dry run may run it to
+    count its prompts exactly; a compressor that does not say is taken to call one.
     """
 
     nested: ClassVar[dict[str, Nested]] = {}
     budget_support: ClassVar[BudgetSupport] = "none"
+    calls_model: ClassVar[bool] = True
     replaced_by_budget: ClassVar[tuple[str, ...]] = ()
 
     @classmethod

@@ -11,6 +11,8 @@ class FullContext(Compressor):
     middle truncation), not here, so the full baseline matches the papers.
     """
 
+    calls_model = False
+
     @property
     def label(self) -> str:
         return "full"

@@ -70,6 +70,7 @@ class RetrievalCompressor(Compressor):
     nested = {"retriever": Nested(RETRIEVERS), "chunker": Nested(CHUNKERS, injected=("size", "overlap"))}
     budget_support: ClassVar[BudgetSupport] = "guaranteed"
     replaced_by_budget: ClassVar[tuple[str, ...]] = ("token_budget",)
+    calls_model = False  # its retriever decides
 
     def __init__(
         self,

@@ -24,6 +24,7 @@ class TopKPassages(Compressor):
     """The first ``k`` passages (all of them when there are fewer), rendered as title line + text."""
 
     budget_support: ClassVar[BudgetSupport] = "guaranteed"
+    calls_model = False
 
     def __init__(self, k: PositiveInt | None = None, separator: str = "\n\n", tokenizer: Tokenizer | None = None) -> None:
         super().__init__(tokenizer)

@@ -33,6 +33,7 @@ class TruncateCompressor(Compressor):
 
     budget_support: ClassVar[BudgetSupport] = "guaranteed"
     replaced_by_budget: ClassVar[tuple[str, ...]] = ("max_tokens",)
+    calls_model = False
 
     def __init__(self, max_tokens: PositiveInt | None = None, policy: Policy = "middle",
                  tokenizer: Tokenizer | None = None) -> None:

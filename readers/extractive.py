@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 from readers.base import Generation, GenerationRequest, Reader
 from readers.tokenizers import WordTokenizer
@@ -124,6 +124,13 @@ class ExtractiveReader(Reader):
             raise ParamError("extractive: question_markers must name at least one marker")
         self.question_markers = tuple(question_markers)
         self.tokenizer = WordTokenizer()
+
+    @classmethod
+    def sizing(cls, **_: Any) -> Any:
+        """LongBench words and no window: it reads every prompt whole (``readers.sizing``)."""
+        from readers.sizing import WORDS, ReaderSizing
+
+        return ReaderSizing(WordTokenizer(), None, "extractive", WORDS, True, "none")
 
     @property
     def identity(self) -> str:

@@ -58,6 +58,24 @@ KNOWN_CONTEXT = {
 DEFAULT_CONTEXT = 4096
 
 
+def known_context(model: str) -> int:
+    """The window of a model by name (``KNOWN_CONTEXT``, a name's known prefix), else ``DEFAULT_CONTEXT``."""
+    return KNOWN_CONTEXT.get(model) or next((n for name, n in KNOWN_CONTEXT.items() if model.startswith(name)),
+                                            DEFAULT_CONTEXT)
+
+
+def _tokenizer_for(spec: Any, model: str, official: bool) -> Tokenizer:
+    """How a reader counts: its ``tokenizer`` spec; without one, tiktoken for OpenAI's own API (words when
+    tiktoken cannot load offline), else LongBench words."""
+    if spec is None and official:
+        try:
+            return TiktokenTokenizer(model)
+        except Exception as err:  # offline without TIKTOKEN_CACHE_DIR, or an unknown model
+            log.warning("tiktoken unavailable for %s (%s); counting LongBench words", model, err)
+            return WordTokenizer()
+    return load_tokenizer(spec)
+
+
 class OpenAICompatReader(Reader):
     """Chat or completion requests to an OpenAI-compatible server, ``concurrency`` at a time, results in input order.
 
@@ -156,24 +174,31 @@ class OpenAICompatReader(Reader):
     @property
     def max_context(self) -> int:  # type: ignore[override]
         if self._max_context is None:
-            self._max_context = KNOWN_CONTEXT.get(self.model) or next(
-                (n for name, n in KNOWN_CONTEXT.items() if self.model.startswith(name)), DEFAULT_CONTEXT
-            )
+            self._max_context = known_context(self.model)
         return self._max_context
 
     @property
     def tokenizer(self) -> Tokenizer:  # type: ignore[override]
         if self._tokenizer_obj is None:
-            spec = self._tokenizer_spec
-            if spec is None and self._official:
-                try:
-                    self._tokenizer_obj = TiktokenTokenizer(self.model)
-                except Exception as err:  # offline without TIKTOKEN_CACHE_DIR, or an unknown model
-                    log.warning("tiktoken unavailable for %s (%s); counting LongBench words", self.model, err)
-                    self._tokenizer_obj = WordTokenizer()
-            else:
-                self._tokenizer_obj = load_tokenizer(spec)
+            self._tokenizer_obj = _tokenizer_for(self._tokenizer_spec, self.model, self._official)
         return self._tokenizer_obj
+
+    @classmethod
+    def sizing(cls, model: str, *, base_url: str | None = None, base_urls: Sequence[str] | None = None,
+               max_context: int | None = None, tokenizer: Any = None, truncation: str = "middle",
+               chat_overhead_tokens: int = 8, endpoint: str = "chat", **_: Any) -> Any:
+        """Its tokenizer and window as a request would count them, without a key or a connection
+        (``readers.sizing``); the chat format's few tokens come off the window."""
+        from readers.sizing import ReaderSizing, from_tokenizer_file
+
+        overhead = chat_overhead_tokens if endpoint == "chat" else 0
+        window = (max_context or known_context(model)) - overhead
+        if isinstance(tokenizer, str) and tokenizer != "words" and not tokenizer.startswith("tiktoken:"):
+            return from_tokenizer_file(tokenizer, max_context=window, label=model, truncation=truncation)
+        official = all(url == OPENAI_BASE_URL for url in cls._check_urls(base_url, base_urls))
+        counted = _tokenizer_for(tokenizer, model, official)
+        basis = "LongBench words" if isinstance(counted, WordTokenizer) else f"tiktoken ({counted.name})"
+        return ReaderSizing(counted, window, model, basis, True, truncation)
 
     @property
     def identity(self) -> str:
@@ -314,4 +339,4 @@ class OpenAICompatReader(Reader):
         return redact(text, self._key.reveal())
 
 
-__all__ = ["KNOWN_CONTEXT", "OpenAICompatReader", "redact"]
+__all__ = ["KNOWN_CONTEXT", "OpenAICompatReader", "known_context", "redact"]

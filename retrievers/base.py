@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Sequence
+from typing import ClassVar, Sequence
 
 from indexes.types import Chunk
 
@@ -20,7 +20,11 @@ class Retriever(ABC):
 
     ``search`` returns a list (one per query) of at most ``k`` hits, best
     first; fewer when the index holds fewer chunks.  Never pads with -1.
+    ``calls_model``: False for a retriever whose own code calls no model or API
+    (BM25; a hybrid or rerank, whose stages decide), so a dry run may run it.
     """
+
+    calls_model: ClassVar[bool] = True
 
     @property
     def identity(self) -> str:

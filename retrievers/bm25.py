@@ -46,7 +46,7 @@ def detect_lang(texts: Sequence[str], sample_chars: int = 200_000) -> str:
         if size >= sample_chars:
             break
     joined = "".join(sample)
-    word_chars = sum(len(m) for m in _WORD.findall(joined))
+    word_chars = sum(map(len, _WORD.findall(joined)))
     return "zh" if word_chars and len(CJK_CHAR.findall(joined)) / word_chars >= 0.3 else "en"
 
 
@@ -82,6 +82,8 @@ class BM25Retriever(Retriever):
     terms match almost everything and the gold chunk ranks far lower.
     ``use_title=False`` indexes a chunk's text alone.
     """
+
+    calls_model = False
 
     def __init__(
         self,

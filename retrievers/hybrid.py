@@ -40,6 +40,7 @@ class HybridRetriever(Retriever):
     """
 
     nested = {"retrievers": Nested(RETRIEVERS, many=True)}
+    calls_model = False  # its stages decide
 
     def __init__(
         self,

@@ -36,6 +36,7 @@ class RerankRetriever(Retriever):
     """
 
     nested = {"first": Nested(RETRIEVERS), "second": Nested(RETRIEVERS)}
+    calls_model = False  # its stages decide
 
     def __init__(self, first: SpecLike = "bm25", depth: PositiveInt = 100, second: SpecLike = "minilm") -> None:
         self.first: Retriever = make_retriever(ComponentSpec.parse(first, "rerank: first"))

@@ -15,7 +15,7 @@ from experiments.cli.judge import judge
 from experiments.cli.listing import cache_app, list_components
 from experiments.cli.quickstart import quickstart
 from experiments.cli.retrieve import chunk, retrieve
-from experiments.cli.run import compare, report, rescore, run, show
+from experiments.cli.run import RunCommand, compare, report, rescore, run, show
 from experiments.cli.score import score
 from experiments.cli.view import view
 
@@ -49,7 +49,7 @@ def root(
 
 
 app.command("quickstart")(quickstart)
-app.command("run")(run)
+app.command("run", cls=RunCommand)(run)
 app.command("report")(report)
 app.command("rescore")(rescore)
 app.command("compare")(compare)

@@ -2,12 +2,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
+from typing import Any, List, Optional
 
 import typer
+from typer.core import TyperCommand
 
 from core.errors import UserError
 from experiments.cli.errors import (
+    USER_ERRORS,
+    debugging,
     exit_for_failures,
     parse_overrides,
     plain_output,
@@ -17,12 +20,32 @@ from experiments.cli.errors import (
 )
 
 
+class RunCommand(TyperCommand):
+    """``ctxcomp run``, whose ``--dry-run`` takes an optional ``=exact`` (``--dry-run``, ``--dry-run=exact``),
+    which typer's parser cannot declare: the value is read off the command line before it parses."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        given = []
+        for arg in args:
+            if arg.startswith("--dry-run="):
+                mode = arg.partition("=")[2]
+                if mode not in ("fast", "exact"):
+                    raise typer.BadParameter(f"--dry-run takes no value or =exact, got {arg!r}")
+                given += ["--dry-run", "--dry-run-exact"] if mode == "exact" else ["--dry-run"]
+            else:
+                given.append(arg)
+        return super().parse_args(ctx, given)
+
+
 @user_errors
 def run(
     config: Optional[Path] = typer.Argument(None, help="YAML config (tasks x compressors x readers)."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Run directory (default: the config's output_dir or runs/<name>)."),
     resume: Optional[Path] = typer.Option(None, "--resume", help="Continue the run in this directory after a kill or failures."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Print the grid and the work left; run nothing."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the grid and the work left, run nothing: in seconds, "
+                                 "no model loaded (exact counts, or bounds where a model decides); --dry-run=exact "
+                                 "loads the models, compresses every example and counts cache hits."),
+    dry_run_exact: bool = typer.Option(False, "--dry-run-exact", hidden=True),  # what --dry-run=exact becomes
     set_: List[str] = typer.Option([], "--set", help="Override a config key, e.g. --set batch_size=4 (repeatable)."),
     report: bool = typer.Option(True, "--report/--no-report", help="Write report.md and plots when done."),
     plain: bool = typer.Option(False, "--plain", help="Plain Markdown tables (the default when stdout is not a terminal)."),
@@ -48,8 +71,11 @@ def run(
         source = config
     cfg, held_in = resolve_config(source, parse_overrides(set_))
     run_dir = out or held_in or cfg.default_dir
-    if dry_run:
+    if dry_run_exact:
         print_plan(cfg, run_dir, plain=plain_output(plain))
+        return
+    if dry_run:
+        print_estimate(cfg, run_dir, plain=plain_output(plain))
         return
     execute(cfg, run_dir, report=report, plain=plain_output(plain), strict=strict,
             executor=make_executor(executor, ray_address, workers))
@@ -109,7 +135,39 @@ def execute(config, run_dir: Path, *, report: bool = True, plain: bool = True, e
     return result
 
 
+def print_estimate(config, run_dir: Path, *, plain: bool) -> None:
+    """The fast dry run (``experiments.run.plan.estimate``): no model loads; a failure of its own is one line too."""
+    from experiments.run.driver import Runner
+    from experiments.run.plan import estimate, estimate_summary
+
+    runner = Runner(config, run_dir, progress=False)
+    try:
+        plan = estimate(runner.config, runner.grid, runner.done_keys())
+    except USER_ERRORS:
+        raise
+    except Exception as err:  # a plugin's, or this estimate's: said in one line; --debug shows where
+        if debugging():
+            raise
+        raise UserError(f"the dry run could not estimate this grid: {type(err).__name__}: {err} (`ctxcomp --debug "
+                        "run ... --dry-run` prints the traceback; --dry-run=exact runs every compressor)") from err
+    finally:
+        runner.close()
+    header = ["task", "compressor", "reader", "config", "examples", "pending", "reader calls", "summarizer calls",
+              "prompt tokens", "estimate"]
+    body = [[r.task, r.compressor, r.reader, r.config_hash, str(r.examples), str(r.pending), f"{r.reader_calls:,}",
+             f"up to {r.summarizer_calls:,}" if r.summarizer_calls else "0",
+             f"{r.prompt_tokens:,}" if r.exact else f"up to {r.prompt_tokens:,}", r.basis] for r in plan.rows]
+    print_table(header, body, plain=plain,
+                title=f"grid: {len(runner.grid)} config(s) x {len(runner.config.tasks)} task(s)")
+    for line in estimate_summary(plan):
+        typer.echo(line)
+    for line in plan.warnings:
+        typer.echo(f"warning: {line}", err=True)
+
+
 def print_plan(config, run_dir: Path, *, plain: bool) -> None:
+    """``--dry-run=exact``: builds readers and compressors (models load), compresses every pending example with a
+    progress bar, and counts the generation cache's hits."""
     from experiments.run.driver import Runner
 
     runner = Runner(config, run_dir)
@@ -196,13 +254,28 @@ def rescore(
     tasks when --task is given); the run's own files are never written.
     """
     from experiments.report.cells import load_run
-    from experiments.run.rescore import rescore as rescore_run
+    from experiments.report.write import write_report
+    from experiments.scoring.rescore import rescore as rescore_run
 
-    done = rescore_run(run_dir, metric, task, plots=plots)
+    done = rescore_run(run_dir, metric, task, class_lists=lambda keys: class_lists(run_dir, keys))
+    write_report(load_run(done.out_dir), plots=plots)
     for key, row in done.tasks.items():
         typer.echo(f"{key}: {row['items']} prediction(s) scored with {row['metric']} (the run used {row['from']}); "
                    f"{row['changed']} item score(s) differ from the run's")
     print_scores(load_run(done.out_dir), plain=plain_output(plain))
+
+
+def class_lists(run_dir: Path, keys: set[str]) -> dict[tuple[str, str], tuple[str, ...]]:
+    """Each example's class list for the tasks ``keys`` of a run, from the data its config names (no model)."""
+    from experiments.data.store import CONFIG
+    from experiments.run.config import load_config
+    from experiments.run.examples import load_task_examples
+
+    if not (Path(run_dir) / CONFIG).is_file():
+        raise UserError(f"the metric of task {', '.join(sorted(keys))} reads each example's class list, from the "
+                        f"task's data, and {run_dir} has no {CONFIG} that names it")
+    tasks = [t for t in load_config(Path(run_dir) / CONFIG).tasks if t.key in keys]
+    return {(t.key, ex.id): tuple(ex.all_classes or ()) for t in tasks for ex in load_task_examples(t)}
 
 
 @user_errors

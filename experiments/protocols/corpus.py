@@ -1,6 +1,7 @@
 """A passage corpus and a retriever over it, answering with the passages themselves (open-domain protocols)."""
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -24,8 +25,16 @@ def load_litm_corpus(path: str | Path) -> tuple[list[Example], list[Passage]]:
     in which every question has its answer-bearing passage.  The corpus is
     always the whole file: limiting questions never shrinks it.
     """
+    stat = Path(path).stat()
+    questions, corpus = _read_corpus(str(path), stat.st_size, stat.st_mtime_ns)
+    return list(questions), list(corpus)
+
+
+@functools.lru_cache(maxsize=4)
+def _read_corpus(path: str, size: int, mtime_ns: int) -> tuple[tuple[Example, ...], tuple[Passage, ...]]:
+    """One read of a corpus file per version of it (several tasks of a run draw distractors from one file)."""
     questions = load_litm_qa(path)
-    return questions, unique_passages(p for ex in questions for p in ex.passages)
+    return tuple(questions), tuple(unique_passages(p for ex in questions for p in ex.passages))
 
 
 class PassageIndex:

@@ -11,6 +11,7 @@ scoring stay in the runner, so a sweep runs through the same pipe as any task.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import random
 from dataclasses import replace
 from typing import Any, Iterable, Sequence
@@ -145,7 +146,7 @@ def add_distractors(
         for ex in examples:
             rng = random.Random(int(hashlib.sha256(f"{seed}:{ex.id}".encode()).hexdigest()[:16], 16))
             order = rng.sample(range(len(unique)), len(unique))
-            picked = [unique[i] for i in order if usable(ex, unique[i])][:need]
+            picked = list(itertools.islice((unique[i] for i in order if usable(ex, unique[i])), need))
             if len(picked) < need:
                 raise UserError(f"example {ex.id!r}: only {len(picked)} corpus passages lack the answer, {need} needed")
             out.append(build(ex, picked))

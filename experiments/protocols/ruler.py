@@ -291,11 +291,14 @@ def own_essay(words: int = 20_000, seed: int = 0) -> str:
 @functools.lru_cache(maxsize=8)
 def token_counter(spec: str) -> Callable[[str], int]:
     """How many tokens a text is for ``spec``: ``words`` (LongBench words), ``tiktoken:NAME``, a Hugging Face
-    tokenizer id or folder, or ``reader:NAME`` (that reader's own tokenizer, built as a run builds the reader); built once per spec."""
+    tokenizer id or folder, or ``reader:NAME`` (that reader's own tokenizer: read without its model where the
+    reader can say it (``readers.sizing``), else from the reader built as a run builds it); built once per spec."""
     if spec.startswith("reader:"):
         from readers.registry import make_reader
+        from readers.sizing import reader_sizing
 
-        tokenizer = make_reader(spec.removeprefix("reader:")).tokenizer
+        sizing = reader_sizing(spec.removeprefix("reader:"))
+        tokenizer = sizing.tokenizer if sizing.same_tokens else make_reader(spec.removeprefix("reader:")).tokenizer
     else:
         from readers.tokenizers import load_tokenizer
 

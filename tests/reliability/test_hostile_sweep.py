@@ -253,6 +253,15 @@ CASES: list[Case] = [
       needles=("k1", "bm25")),
     C("run/k3-unknown", *R, config=cfg(("compressors", retrieval(retriever={"name": "bm25", "params": {"k3": 1}}))),
       needles="k3"),
+    C("run/nested-list-wrong-type", *R, config=cfg(("compressors", retrieval(
+        retriever={"name": "bm25", "params": {"k1": [1.2, "high"]}}))), needles=("k1", "'high'")),
+    C("run/nested-zip-not-a-list", *R, config=cfg(("compressors", retrieval(
+        retriever={"name": "bm25", "params": {"k1": 1.2}, "zip": ["k1"]}))), needles=("zip", "k1")),
+    C("run/hybrid-retrievers-a-string", *R, config=cfg(("compressors", retrieval(
+        retriever={"name": "hybrid", "params": {"retrievers": "bm25"}}))), needles="retrievers"),
+    C("run/metric-unknown", *R, config=cfg(("tasks.0.metric", "litm_qa_emm")), needles=("tasks.0.metric", "litm_qa_em")),
+    C("run/metric-a-list", *R, config=cfg(("tasks.0.metric", ["qa_f1"])), needles="tasks.0.metric"),
+    C("run/dry-run-bad-mode", "run", "{cfg}", "--dry-run=later", config=cfg(), needles="--dry-run"),
     C("run/retriever-unknown", *R, config=cfg(("compressors", retrieval(retriever="bm52"))), needles="bm52"),
     C("run/chunker-unknown", *R, config=cfg(("compressors", retrieval(chunker="lngbench"))), needles="lngbench"),
     C("run/truncate-no-max", *R, config=cfg(("compressors", ["truncate"])), needles="max_tokens"),
@@ -376,6 +385,9 @@ CASES: list[Case] = [
     C("resume/torn-tail", "run", "--resume", RUN, run=torn_tail, code=0),
     # -- report ------------------------------------------------------------------------------------------
     C("report/missing", "report", "{case}/nope", needles="nope"),
+    C("rescore/unknown-metric", "rescore", RUN, "--metric", "qa_f2", needles=("qa_f2", "qa_f1")),
+    C("rescore/unknown-task", "rescore", RUN, "--task", "nope", needles="nope"),
+    C("rescore/not-a-run", "rescore", "{case}", needles="predictions.jsonl"),
     C("report/a-file", "report", "{case}/afile", files={"afile": b"x"}, needles="afile"),
     C("report/empty-dir", "report", "{case}", needles="predictions.jsonl"),
     C("report/preds-garbage", "report", RUN, run=in_log("predictions.jsonl", b"garbage\n"),

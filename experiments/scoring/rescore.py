@@ -3,15 +3,17 @@
 ``ctxcomp rescore RUN_DIR [--metric NAME] [--task T]`` reads ``predictions.jsonl``
 and scores every prediction again against the answers it holds, as the run
 scored it (the task's first-line rule; a classification metric's class list
-comes from the task's data file).  The run's own files are never written: the
-new scores go beside them, to ``RUN_DIR/rescored/<name>/``, a folder that
-reads as a run of its own (its ``predictions.jsonl`` is the run's with the new
-metric and scores, ``failures.jsonl``, ``judgements.jsonl`` and ``grid.json``
-are copied) with its report rebuilt from the new scores.  ``rescore.json``
-there says what was scored how.  So ``ctxcomp compare RUN_DIR RUN_DIR/rescored/<name>``
-pairs the two metrics item by item, and ``ctxcomp report`` rebuilds it at any time.
+comes from the task's data, which ``class_lists`` reads: the caller knows the
+run's config, this room does not).  The run's own files are never written: the
+new scores go beside them, to ``RUN_DIR/rescored/<name>/``, a folder that reads
+as a run of its own (its ``predictions.jsonl`` is the run's with the new metric
+and scores; ``failures.jsonl``, ``judgements.jsonl`` and ``grid.json`` are
+copied), whose report the caller rebuilds from the new scores (``ctxcomp
+report`` does at any time).  ``rescore.json`` there says what was scored how,
+and ``ctxcomp compare RUN_DIR RUN_DIR/rescored/<name>`` pairs the two metrics
+item by item.
 
-Re-scoring with the run's own metrics (no ``--metric``) gives the run's own
+Re-scoring with the run's own metrics (no ``metric``) gives the run's own
 numbers byte for byte, unless a metric's code changed since: which is how a
 fixed metric is applied to an old run.
 """
@@ -21,7 +23,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -29,11 +31,12 @@ from core.errors import UnknownComponentError, UserError
 from core.files import disk_error, write_atomic
 from core.paths import safe_name
 from experiments.data.records import Prediction
-from experiments.data.store import CONFIG, GRID, RunDir
-from experiments.run.config import RunConfig, TaskConfig, load_config
+from experiments.data.store import GRID, RunDir
 from experiments.scoring.registry import get_metric, score_item
 from experiments.tasks.specs import get_task
 
+# task keys -> {(task key, example id): the example's class list}, read from the tasks' data
+ClassLists = Callable[[set[str]], dict[tuple[str, str], tuple[str, ...]]]
 RESCORED = "rescored"
 OWN = "run-metrics"  # the folder of a re-scoring with each prediction's own metric
 
@@ -47,13 +50,12 @@ class Rescored:
 
 
 def rescore(run_dir: str | Path, metric: str | None = None, tasks: Sequence[str] = (), *,
-            plots: bool = True) -> Rescored:
+            class_lists: ClassLists | None = None) -> Rescored:
     """Score the predictions of ``run_dir`` (of ``tasks``, default all) with ``metric`` (default each
-    prediction's own) into ``run_dir/rescored/<name>/`` and write its report there; see the module docstring."""
+    prediction's own) into ``run_dir/rescored/<name>/``; see the module docstring."""
     files = RunDir(Path(run_dir)).require()
     if metric is not None:
         get_metric(metric)  # a typo is one line before anything is read
-    config = load_config(files.path / CONFIG) if (files.path / CONFIG).is_file() else None
     predictions = files.predictions.read()
     known = list(dict.fromkeys(p.task for p in predictions))
     unknown = [t for t in tasks if t not in known]
@@ -62,12 +64,16 @@ def rescore(run_dir: str | Path, metric: str | None = None, tasks: Sequence[str]
                         f"(its tasks: {', '.join(known) or 'none'})")
     chosen = set(tasks or known)
     kept = [p for p in predictions if p.task in chosen]
-    classes = _class_lists(config, kept, metric)
+    needed = {p.task for p in kept if get_metric(metric or p.metric).uses_classes}
+    if needed and class_lists is None:
+        raise UserError(f"the metric of task {', '.join(sorted(needed))} reads each example's class list, which "
+                        "lives in the task's data; give class_lists")
+    classes = class_lists(needed) if needed and class_lists is not None else {}
     rescored, summary = [], {}
     for pred in kept:
         name = metric or pred.metric
-        scored = score_item(pred.prediction, pred.answers, metric=name, all_classes=classes.get(pred.key, ()),
-                            first_line_only=_first_line_only(config, pred))
+        scored = score_item(pred.prediction, pred.answers, metric=name, all_classes=classes.get(pred.key[:2], ()),
+                            first_line_only=_first_line_only(pred.spec_name))
         new = replace(pred, metric=name, score=scored.value, score_parts=dict(scored.parts))
         rescored.append(new)
         row = summary.setdefault(pred.task, {"metric": name, "from": pred.metric, "items": 0, "changed": 0})
@@ -76,47 +82,15 @@ def rescore(run_dir: str | Path, metric: str | None = None, tasks: Sequence[str]
     label = metric or OWN
     out = files.path / RESCORED / safe_name(label if not tasks else f"{label}-{'+'.join(sorted(chosen))}")
     _write_folder(files, out, rescored, chosen, {"source": str(files.path), "metric": metric, "tasks": summary})
-    from experiments.report.cells import load_run
-    from experiments.report.write import write_report
-
-    write_report(load_run(out), plots=plots)
     return Rescored(out, summary)
 
 
-def _first_line_only(config: RunConfig | None, pred: Prediction) -> bool:
+def _first_line_only(spec_name: str) -> bool:
     """The task's rule that only the first line of an answer is scored (LongBench trec, triviaqa, ...)."""
-    task = _task(config, pred.task)
-    if task is not None:
-        from experiments.run.examples import task_spec
-
-        return task_spec(task).first_line_only
     try:
-        return get_task(pred.spec_name).first_line_only
+        return get_task(spec_name).first_line_only
     except (UnknownComponentError, UserError):  # a plugin task no longer installed
         return False
-
-
-def _task(config: RunConfig | None, key: str) -> TaskConfig | None:
-    return next((t for t in config.tasks if t.key == key), None) if config is not None else None
-
-
-def _class_lists(config: RunConfig | None, predictions: Sequence[Prediction], metric: str | None) -> dict:
-    """Each prediction's class list where its metric reads one (LongBench's classification): from the task's
-    examples, which a prediction line does not hold; loading them reads the data file and calls no model."""
-    needed = {p.task for p in predictions if get_metric(metric or p.metric).uses_classes}
-    if not needed:
-        return {}
-    from experiments.run.examples import load_task_examples
-
-    out = {}
-    for key in sorted(needed):
-        task = _task(config, key)
-        if task is None:
-            raise UserError(f"task {key!r}: its metric needs each example's class list, which lives in the task's "
-                            f"data; this run directory has no {CONFIG} that names it")
-        for ex in load_task_examples(task):
-            out[(key, ex.id)] = tuple(ex.all_classes or ())
-    return {p.key: out.get((p.task, p.id), ()) for p in predictions}
 
 
 def _write_folder(files: RunDir, out: Path, predictions: list[Prediction], tasks: set[str], about: dict) -> None:
