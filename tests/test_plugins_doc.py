@@ -56,26 +56,8 @@ def test_the_documented_plugin_runs_from_its_own_folder(tmp_path):
     assert len(traces) == 12  # six questions, two compressors
 
 
-BAD_PLUGIN = '''
-from retrievers.base import Retriever
-
-
-class Picky(Retriever):
-    def __init__(self, *, depth: int = 1) -> None:
-        if depth < 2:
-            raise ValueError(f"depth must be at least 2, got {depth}")
-
-    def index(self, chunks):
-        return self
-
-    def search(self, queries, k):
-        return [[] for _ in queries]
-
-
-class Half(Retriever):
-    def index(self, chunks):
-        return self
-'''
+# plugins that cannot be used (one refuses its depth in __init__, one misses `search`), shared with the hostile sweep
+BAD_PLUGINS = REPO / "tests" / "reliability" / "bad_inputs" / "plugins.py"
 
 
 def _config(retriever: str) -> str:
@@ -86,7 +68,7 @@ def _config(retriever: str) -> str:
 
 @pytest.fixture
 def bad_plugins(tmp_path):
-    (tmp_path / "picky.py").write_text(BAD_PLUGIN)
+    (tmp_path / "picky.py").write_text(BAD_PLUGINS.read_text())
     for name, retriever in (("raises", "picky:Picky"), ("half", "picky:Half"), ("nowhere", "nosuchmod:Picky")):
         (tmp_path / f"{name}.yaml").write_text(_config(retriever))
     return tmp_path

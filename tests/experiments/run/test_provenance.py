@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -15,7 +16,7 @@ from typer.testing import CliRunner
 from core.versions import OUTPUT_PACKAGES, PROMPT_VERSION, SCORING_VERSION, package_version
 from experiments.cli.app import app
 from experiments.data import provenance
-from experiments.data.provenance import CACHE_KEYS, MANIFEST, file_digest, read_cache_keys, read_manifest
+from experiments.data.provenance import MANIFEST, file_digest, read_cache_keys, read_manifest
 from experiments.run.config import parse_config
 from experiments.run.driver import Runner
 
@@ -165,3 +166,15 @@ def test_a_cache_folder_that_cannot_be_made_is_one_line_naming_it_and_the_variab
     assert f"the cache root in {blocker} cannot be used: {blocker} is a file, not a folder" in got.output
     assert "CTXCOMP_CACHE_DIR" in got.output and "Traceback" not in got.output
     assert not (tmp_path / "run").exists()  # refused before the run directory is made
+
+
+def test_gpus_are_read_from_nvidia_smi(tmp_path, monkeypatch):
+    """The query ctxcomp sends and the CSV it reads, with a stand-in for the tool on PATH (this machine has no GPU);
+    the arguments must be the ones the stand-in answers, as the real tool would only for them."""
+    tool = tmp_path / "bin" / "nvidia-smi"
+    tool.parent.mkdir()
+    tool.write_text('#!/bin/sh\n[ "$1 $2" = "--query-gpu=name,driver_version,memory.total --format=csv,noheader,nounits" ]'
+                    ' || exit 9\nprintf "NVIDIA H100 80GB HBM3, 550.54.15, 81559\\nNVIDIA H100 80GB HBM3, 550.54.15, 81559\\n"\n')
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tool.parent}:{os.environ['PATH']}")
+    assert provenance.gpus() == [{"name": "NVIDIA H100 80GB HBM3", "driver": "550.54.15", "memory_mb": 81559}] * 2
