@@ -108,6 +108,22 @@ def test_summaries_say_how_far_each_example_is(tmp_path):
     progress_note()("outside a run this goes nowhere")  # no error, no output
 
 
+def test_llmlingua_says_which_example_it_compresses(tmp_path):
+    pytest.importorskip("llmlingua")
+    from compressors.registry import make_compressor
+    from experiments.data.synthetic import make_multidoc_qa
+    from tests.support.tiny_lm import build_tiny_lm
+
+    examples = make_multidoc_qa(1, num_docs=3, words_per_doc=20, seed=0)
+    model = build_tiny_lm(tmp_path / "lm", [p.text for ex in examples for p in ex.passages])
+    lingua = make_compressor({"name": "llmlingua", "params": {"model": model, "device": "cpu", "rate": 0.5}})
+    notes: list[str] = []
+    with reporting_progress(notes.append):
+        for ex in examples:
+            lingua.compress(ex)
+    assert notes == [f"llmlingua: compressing example {ex.id} (3 documents)" for ex in examples]
+
+
 def test_litm_and_source_take_a_data_name(tmp_path, monkeypatch):
     monkeypatch.setenv("CTXCOMP_DATA_DIR", str(tmp_path / "no-data"))
     for args in (["retrieve", "--litm", "lost_in_the_middle/nq-open-oracle", "--json"],
