@@ -100,6 +100,7 @@ SCORES: dict[int, dict[str, str]] = {
         "code_sim_levenshtein": "a9095d7d16894dd1",
         "count": "9e825c62547a44ad",
         "helmet_rouge_lsum": "698761e85f82ea81",
+        "helmet_rouge_lsum_multi_lexsum": "698761e85f82ea81",
         "helmet_substring_em": "8dc277b663ab3477",
         "infinitebench_choice": "31bbbbb2c1068627",
         "infinitebench_qa_f1": "9bb0bf45c5a22bd9",
