@@ -220,12 +220,20 @@ def report(
     run_dir: Path = typer.Argument(..., help="A run directory written by `ctxcomp run`."),
     plots: bool = typer.Option(True, "--plots/--no-plots"),
     view: bool = typer.Option(True, "--view/--no-view", help="Also write view.html (see `ctxcomp view`)."),
+    margin: Optional[float] = typer.Option(None, "--margin", help="Non-inferiority margin in score points for this "
+                                           "report (default: the run config's); nothing is predicted again."),
+    contrast: List[str] = typer.Option([], "--contrast", help="A planned contrast 'ARM - AGAINST' (row labels; "
+                                       "repeatable), in place of the config's; nothing is predicted again."),
 ) -> None:
-    """(Re)write scores, report.md, tables, plots and view.html for a run directory."""
-    from experiments.report.cells import load_run
-    from experiments.report.write import write_report
+    """(Re)write scores, report.md, tables, plots and view.html for a run directory.
 
-    data = load_run(run_dir)
+    Analysis-only settings (--margin, --contrast) change what the report computes from the predictions, never
+    the predictions: no model is called, and the run's config stays as it was.
+    """
+    from experiments.report.cells import load_run
+    from experiments.report.write import with_analysis, write_report
+
+    data = with_analysis(load_run(run_dir), margin=margin, contrasts=contrast)
     md, paths = write_report(data, plots=plots)
     typer.echo(md)
     for p in paths:
@@ -283,8 +291,10 @@ def compare(
     run_a: Path = typer.Argument(...),
     run_b: Path = typer.Argument(...),
     match: List[str] = typer.Option([], "--match", help="Take A's and B's rows with these names as the same rows: "
-                                    "FIELD=A_VALUE:B_VALUE, FIELD one of task, reader, compressor, e.g. "
-                                    "--match reader=smollm2:gemma (repeatable)."),
+                                    "FIELD=A_VALUE:B_VALUE, FIELD a row field (task, reader, compressor: "
+                                    "--match reader=smollm2:gemma) or a setting of the grid (a compressor or "
+                                    "reader parameter, budget: --match chunk_size=100:200 pairs every arm that "
+                                    "differs only there) (repeatable)."),
     plain: bool = typer.Option(False, "--plain", help="Plain Markdown tables (the default when stdout is not a terminal)."),
 ) -> None:
     """Compare two runs cell by cell, paired on the examples both scored (B - A with its 95% interval and p).

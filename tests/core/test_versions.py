@@ -94,37 +94,37 @@ PROMPTS: dict[int, dict[str, str]] = {
 
 SCORES: dict[int, dict[str, str]] = {
     1: {
-        "best_subspan_em": "8dc277b663ab3477",
-        "classification": "4ef1020282a2d6cc",
-        "code_sim": "da777053f988f21d",
-        "code_sim_levenshtein": "a9095d7d16894dd1",
-        "count": "9e825c62547a44ad",
-        "helmet_rouge_lsum": "698761e85f82ea81",
-        "helmet_rouge_lsum_multi_lexsum": "698761e85f82ea81",
-        "helmet_substring_em": "8dc277b663ab3477",
-        "infinitebench_choice": "31bbbbb2c1068627",
-        "infinitebench_qa_f1": "9bb0bf45c5a22bd9",
-        "infinitebench_qa_f1_zh": "bef47e1bc3dd7c63",
-        "infinitebench_rouge_lsum": "698761e85f82ea81",
-        "leval_em": "0dc946755af1a610",
-        "leval_em_first_line": "0dc946755af1a610",
-        "leval_f1": "9bb0bf45c5a22bd9",
-        "leval_rouge_1": "698761e85f82ea81",
-        "leval_rouge_2": "c76c1b28a6f2d339",
-        "leval_rouge_gm": "20a73827d4fee168",
-        "leval_rouge_l": "698761e85f82ea81",
-        "litm_kv_accuracy": "8b1e178dabb60dfa",
-        "litm_qa_em": "560560319d4f6c39",
-        "longbench_v2_acc": "f212f5051464c230",
-        "longbench_v2_acc_compensated": "962056387d725e3b",
-        "qa_f1": "9bb0bf45c5a22bd9",
-        "qa_f1_zh": "79c0cb2cff5b8650",
-        "retrieval": "eb08410418d7dbc7",
-        "retrieval_zh": "128c9dbc31769d44",
-        "rouge_l": "49b53e914d246b0c",
-        "rouge_l_zh": "182598d67770216c",
-        "ruler_match_all": "13970b256fa20973",
-        "ruler_match_part": "8b1e178dabb60dfa",
+        "best_subspan_em": "da57084e04f9c3aa",
+        "classification": "77a80b406cd273a9",
+        "code_sim": "f5571be69f5d516c",
+        "code_sim_levenshtein": "f091c1103897391a",
+        "count": "bac8cff20b02f307",
+        "helmet_rouge_lsum": "41a0318d44e73b0f",
+        "helmet_rouge_lsum_multi_lexsum": "848b15cbb146d07e",
+        "helmet_substring_em": "da57084e04f9c3aa",
+        "infinitebench_choice": "f27f0097ffca9df6",
+        "infinitebench_qa_f1": "41a942174e373882",
+        "infinitebench_qa_f1_zh": "6ab2003fd90a75b4",
+        "infinitebench_rouge_lsum": "73f424ba2ee99d41",
+        "leval_em": "3b7e03c095a65472",
+        "leval_em_first_line": "3b7e03c095a65472",
+        "leval_f1": "41a942174e373882",
+        "leval_rouge_1": "cac1ef922ae3a271",
+        "leval_rouge_2": "b0bdcd0f1377f279",
+        "leval_rouge_gm": "87a40e1192ee3466",
+        "leval_rouge_l": "73f424ba2ee99d41",
+        "litm_kv_accuracy": "b3a8d77790b80f32",
+        "litm_qa_em": "70883f623689d2a8",
+        "longbench_v2_acc": "8e3f492cfece4007",
+        "longbench_v2_acc_compensated": "871ebfaa1e56f542",
+        "qa_f1": "41a942174e373882",
+        "qa_f1_zh": "fbcab65de862908b",
+        "retrieval": "e6389cd2e777bed8",
+        "retrieval_zh": "05126699f53db8ec",
+        "rouge_l": "254db835c6b950db",
+        "rouge_l_zh": "6ae5f91954463688",
+        "ruler_match_all": "118e9582fc7601f7",
+        "ruler_match_part": "b3a8d77790b80f32",
     },
 }
 
@@ -177,7 +177,8 @@ def prompt_digests() -> dict[str, str]:
     return out
 
 
-PREDICTIONS = ["Paragraph 1", "Paris", "paris.", "The answer is Paris, the city of Paris.", "Lyon", "", "\nParis\nmore lines",
+PREDICTIONS = ["Paragraph 1", "Answer: Paris", "Summary: Paris is the capital.\nIt is large.", "The answer is (B)",
+               "Paris", "paris.", "The answer is Paris, the city of Paris.", "Lyon", "", "\nParis\nmore lines",
                "The correct answer is (A)", "巴黎", "A", "def f():\n    return 1", "Paris Lyon Nice"]
 ANSWERS = [("Paris",), ("Paris", "the city of Paris"), ("巴黎",), ("A",), ("def f():\n    return 2",),
            ("Paris Lyon",), ("Paragraph 1",), ("段落1",)]
@@ -242,6 +243,18 @@ def test_a_prompt_change_is_caught(monkeypatch):
     monkeypatch.setitem(TASKS._entries, "hotpotqa", dataclasses.replace(spec, prompt=spec.prompt.replace("Answer", "answer", 1)))
     after = prompt_digests()
     assert [k for k in before if before[k] != after[k]] == ["hotpotqa"]
+
+
+def test_a_scoring_change_is_caught(monkeypatch):
+    """The digests see a metric that rounds its scores once more."""
+    from experiments.scoring import METRICS
+
+    before = score_digests()
+    metric = METRICS.get("qa_f1")
+    monkeypatch.setitem(METRICS._entries, "qa_f1", dataclasses.replace(
+        metric, score=lambda p, g, all_classes=(): round(metric.score(p, g, all_classes=all_classes), 1)))
+    after = score_digests()
+    assert [k for k in before if before[k] != after[k]] == ["qa_f1"]
 
 
 @pytest.mark.parametrize("field", ["prompt", "scoring"])
