@@ -35,6 +35,13 @@ class GenerationRequest:
     ``False`` forces completion style (LongBench few-shot and code tasks).
     ``system`` is sent as a system message to chat readers (L-Eval's released
     baselines do so) and put in front of the prompt otherwise.
+    ``context_span`` is where the task's context sits in ``prompt``, as
+    ``(start, end)`` character offsets (``None``: not marked).  The prompt
+    builder sets it, so a reader that answers from the context alone (the
+    extractive baseline) never reads the instructions, template or question
+    as evidence; model readers ignore it.  It is not part of the generation
+    cache key (``readers.cache``): the builder derives it from the prompt it
+    writes, so the same prompt always carries the same span.
     """
 
     prompt: str
@@ -43,6 +50,7 @@ class GenerationRequest:
     stop: tuple[str, ...] = ()
     chat: bool | None = None
     system: str | None = None
+    context_span: tuple[int, int] | None = None
 
     def flat_prompt(self) -> str:
         """The text a completion-style reader sees: the system text glued in front, as L-Eval's prompts read."""

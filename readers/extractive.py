@@ -15,7 +15,14 @@ shipped template: LongBench's ``Question: {input}\\nAnswer:``, L-Eval's
 ``... Instruction: {input} Output:``, Lost in the Middle's QA and KV prompts,
 M4LE's question before the passages and the query-focused summary prompt.
 Without any marker the last non-empty line that is not a bare answer cue is
-the question.  The context is the prompt without the question.
+the question.
+
+Where the answer comes from: when the request marks the context
+(``GenerationRequest.context_span``, set by the prompt builder), only the
+sentences inside that span are candidates, and the question is looked for in
+the rest of the prompt; the task's instructions and template are never an
+answer.  An unmarked request (a summarizer's prompt, a hand-written one) falls
+back to the prompt without the question.
 """
 from __future__ import annotations
 
@@ -87,9 +94,16 @@ def split_prompt(prompt: str, markers: Sequence[str] = DEFAULT_MARKERS) -> tuple
     return "", prompt
 
 
-def extract_answer(prompt: str, max_words: int, markers: Sequence[str] = DEFAULT_MARKERS) -> Extraction:
-    """The best-overlap sentence of ``prompt``'s context, trimmed to ``max_words`` words."""
-    question, context = split_prompt(prompt, markers)
+def extract_answer(prompt: str, max_words: int, markers: Sequence[str] = DEFAULT_MARKERS,
+                   context_span: tuple[int, int] | None = None) -> Extraction:
+    """The best-overlap sentence of ``prompt``'s context (``prompt[start:end]`` when ``context_span`` marks it),
+    trimmed to ``max_words`` words."""
+    if context_span is not None and 0 <= context_span[0] <= context_span[1] <= len(prompt):
+        start, end = context_span
+        question, _ = split_prompt(f"{prompt[:start]}\n{prompt[end:]}", markers)
+        context = prompt[start:end]
+    else:
+        question, context = split_prompt(prompt, markers)
     q_words = _content_words(question)
     marker = _marker_pattern(markers)
     best, best_score = "", -1
@@ -134,20 +148,21 @@ class ExtractiveReader(Reader):
 
     @property
     def identity(self) -> str:
-        return f"extractive:v2:markers={'|'.join(self.question_markers)}"
+        return f"extractive:v3:markers={'|'.join(self.question_markers)}"  # v3: answers from the marked context
 
     @property
     def label(self) -> str:
         return "extractive"
 
-    def answer(self, prompt: str, max_words: int, stop: Sequence[str] = ()) -> str:
-        return cut_at_stop(extract_answer(prompt, max_words, self.question_markers).answer, stop)
+    def answer(self, prompt: str, max_words: int, stop: Sequence[str] = (),
+               context_span: tuple[int, int] | None = None) -> str:
+        return cut_at_stop(extract_answer(prompt, max_words, self.question_markers, context_span).answer, stop)
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
         out = []
         for req in requests:
             start = time.perf_counter()
-            text = self.answer(req.prompt, req.max_new_tokens, req.stop)
+            text = self.answer(req.prompt, req.max_new_tokens, req.stop, req.context_span)
             out.append(
                 Generation(
                     text=text,

@@ -20,15 +20,20 @@ DEFAULT_KS = "1,2,5,10,20,30,40,50"
 
 
 def curve_config(litm: Path, retriever: dict, readers: list[str], ks: list[int], limit: int | None,
-                 query_aware: bool) -> dict:
-    """The run config a curve stands for."""
-    return {
+                 query_aware: bool, max_new_tokens: int | None = None, margin: float | None = None) -> dict:
+    """The run config a curve stands for (``max_new_tokens``: the task's own when None; ``margin``: the
+    saturation test's, in points, the config's default when None)."""
+    task = {"name": "nq_multidoc", "label": "nq_open", "path": str(litm), "limit": limit, "query_aware": query_aware,
+            "open_domain": {"retriever": retriever, "depth": max(ks)}}
+    if max_new_tokens is not None:
+        task["max_new_tokens"] = max_new_tokens
+    config = {
         "name": "curve",
-        "tasks": [{"name": "nq_multidoc", "label": "nq_open", "path": str(litm), "limit": limit, "query_aware": query_aware,
-                   "open_domain": {"retriever": retriever, "depth": max(ks)}}],
+        "tasks": [task],
         "compressors": [{"name": "top_k", "params": {"k": sorted(set(ks))}}],
         "readers": [{"name": r} for r in readers],
     }
+    return config if margin is None else {**config, "margin": margin}
 
 
 def curve_shard_plan(cfg, out: Path, executor: str, ray_address: Optional[str], workers: Optional[int],
@@ -58,6 +63,8 @@ def curve(
     ks: str = typer.Option(DEFAULT_KS, "--ks", help="Comma-separated cut-offs k."),
     limit: Optional[int] = typer.Option(None, "--limit", help="Use only the first N questions (the corpus stays whole)."),
     query_aware: bool = typer.Option(False, "--query-aware", help="Query-aware contextualization (question before the documents too)."),
+    max_new_tokens: Optional[int] = typer.Option(None, "--max-new-tokens", help="Tokens the reader may generate (default: the task's, 100)."),
+    margin: Optional[float] = typer.Option(None, "--margin", help="Saturation: the smallest k not worse than the best k by more than this many points (paired non-inferiority; default 5)."),
     out: Path = typer.Option(..., "--out", help="Run directory; curve.csv, curve.json and plots/curve.png land there."),
     config: Optional[Path] = typer.Option(None, "--config", help="A run config with an open_domain task instead of the options above."),
     plain: bool = typer.Option(False, "--plain", help="Plain Markdown tables (the default when stdout is not a terminal)."),
@@ -69,27 +76,35 @@ def curve(
 ) -> None:
     """Index the file's passages once, give every question its top-k, and chart recall@k against accuracy@k."""
     from experiments.cli.run import execute
-    from experiments.report.curve import curve_rows, curve_table
+    from experiments.report.curve import curve_rows, curve_table, saturation
     from experiments.run.config import load_config, parse_config
 
     if config is not None:
+        if max_new_tokens is not None:
+            raise UserError("--max-new-tokens goes with --litm; with --config set the task's max_new_tokens there")
         cfg = load_config(config)
+        if margin is not None:
+            cfg = cfg.model_copy(update={"margin": margin})
     else:
         if litm is None:
             raise UserError("missing --litm FILE (or --config RUN_CONFIG)")
         if limit is not None and limit < 1:
             raise UserError(f"--limit must be >= 1, got {limit}")
+        if max_new_tokens is not None and max_new_tokens < 1:
+            raise UserError(f"--max-new-tokens must be >= 1, got {max_new_tokens}")
+        if margin is not None and not margin >= 0:
+            raise UserError(f"--margin must be >= 0 points, got {margin}")
         k_list = parse_ints(ks, "--ks")
         if min(k_list) < 1:
             raise UserError(f"--ks must be positive, got {ks}")
         cfg = parse_config(curve_config(data_path(litm), retriever_spec(retriever, retriever_param), reader or ["smollm2"],
-                                        k_list, limit, query_aware), "ctxcomp curve options")
+                                        k_list, limit, query_aware, max_new_tokens, margin), "ctxcomp curve options")
     plan = curve_shard_plan(cfg, out, executor, ray_address, workers, shards, shard_size)
     result = execute(cfg, out, plain=plain_output(plain), shards=plan, summary=False)
     rows = curve_rows(result.data)
     if not rows:
         raise UserError(f"{out}: the run has no open-domain task cut by top_k, so there is no curve to draw")
-    print_table(*curve_table(rows), plain=plain_output(plain))
+    print_table(*curve_table(rows, saturation(result.data)), plain=plain_output(plain))
     plots = sorted((out / "plots").glob("curve*")) if (out / "plots").is_dir() else []
     typer.echo(f"wrote {out / 'curve.csv'}, {out / 'curve.json'}, {out / 'report.md'}" + "".join(f", {p}" for p in plots)
                + f" ({result.stats.wall_s:.0f} s)")

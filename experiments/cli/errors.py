@@ -165,10 +165,11 @@ def print_table(header: list[str], body: list[list[str]], *, plain: bool, title:
         return
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(title=title)
     for col in header:
-        table.add_column(col, overflow="fold")
+        table.add_column(Text(col), overflow="fold")
     for row in body:
-        table.add_row(*row)
+        table.add_row(*map(Text, row))  # text as it is: a `[...]` in a label or a cell is not rich markup
     Console().print(table)

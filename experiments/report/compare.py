@@ -6,20 +6,34 @@ examples, ``B - A`` with its paired 95% interval and p-value, and the common
 n beside each run's own n; a note warns when the two sets of examples differ
 (a mean over other examples is another number, not a change).
 
-``match`` compares across names: ``{"reader": "smollm2:gemma"}`` takes A's
-cells of reader ``smollm2`` and B's of ``gemma`` as the same rows (A and B
-may be one run directory).  Where both runs have a full-context cell for a
-row's task and reader, the row also gives each run's change against full and
-their difference -- a difference of differences, paired on the examples all
-four cells scored ("does retrieval help the weaker reader more?").
+``match`` compares across names and settings (A and B may be one run directory):
+
+- a row field: ``{"reader": "smollm2:gemma"}`` takes A's cells of reader
+  ``smollm2`` and B's of ``gemma`` as the same rows (also ``task``, ``compressor``);
+- a setting of the grid: ``{"chunk_size": "100:200"}`` pairs every arm of A
+  whose config sets ``chunk_size`` to 100 with the arm of B that sets it to
+  200 and is otherwise the same config (same task, reader, compressor, other
+  parameters and budget).  A setting is a compressor parameter (a nested
+  section by its ``name``: ``retriever=bm25:minilm``), a reader parameter, or
+  ``budget``.
+
+Where both runs have a full-context cell for a row's task and reader (each
+run's own reader, when readers are matched), every row also gives each run's
+change against full and their difference -- a difference of differences,
+paired on the examples all four cells scored ("does retrieval help the weaker
+reader more?").  A cell is never compared with itself.
 """
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from core.errors import UserError
 from experiments.data.provenance import run_version_warnings
+from experiments.data.records import budget_text
 from experiments.report.cells import Cell, RunData, load_run, paired_vs
 from experiments.report.stats import MIN_PAIRS, PairedDelta, format_delta, paired_delta
 
@@ -27,15 +41,50 @@ FIELDS = ("task", "reader", "compressor")
 Key = tuple[str, str, str]
 
 
+@dataclass(frozen=True)
+class Side:
+    """One run's cells as the comparison names them: by (task, reader, compressor key), with each cell's label."""
+
+    data: RunData
+    cells: dict[Key, Cell]
+    labels: dict[Key, str]
+
+
+def _settings(point: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings of a grid point a ``--match`` may name: compressor parameters, then reader parameters (a
+    nested section as its ``name``), and ``budget``."""
+    out: dict[str, Any] = {}
+    for section in ("reader", "compressor"):  # the compressor's wins a name both have
+        for name, value in ((point.get(section) or {}).get("params") or {}).items():
+            out[name] = value.get("name", value) if isinstance(value, Mapping) else value
+    if point.get("budget"):
+        out["budget"] = budget_text(point["budget"])
+    return out
+
+
+def _text(value: Any) -> str:
+    """A setting's value as a ``--match`` names it: ``100``, ``bm25``, ``true``."""
+    return json.dumps(value) if isinstance(value, (bool, type(None))) else str(value)
+
+
+def _points(data: RunData) -> dict[str, Mapping[str, Any]]:
+    return {p["config_hash"]: p for p in data.manifest.get("points", [])}
+
+
 def resolve_match(match: Mapping[str, str], a: RunData, b: RunData) -> dict[str, tuple[str, str]]:
     """``{"reader": "smollm2:gemma"}`` as ``{"reader": ("smollm2", "gemma")}``: the split at the colon that names
-    a value of A on its left and one of B on its right (labels may hold colons); a one-line error otherwise."""
+    a value of A on its left and one of B on its right (labels may hold colons); a one-line error otherwise.
+    A name that is not a row field is a setting of the runs' grids (``chunk_size``, ``retriever``, ``budget``)."""
     out = {}
     for name, spec in match.items():
-        if name not in FIELDS:
-            raise UserError(f"--match {name}=...: can match {', '.join(FIELDS)}, not {name!r}")
-        in_a = {getattr(c, name) for c in a.cells}
-        in_b = {getattr(c, name) for c in b.cells}
+        if name in FIELDS:
+            in_a, in_b = ({getattr(c, name) for c in d.cells} for d in (a, b))
+        else:
+            in_a, in_b = ({_text(s[name]) for p in _points(d).values() if name in (s := _settings(p))} for d in (a, b))
+            if not in_a and not in_b:
+                raise UserError(f"--match {name}={spec}: no arm of either run sets {name!r}; match a row field "
+                                f"({', '.join(FIELDS)}) or a setting of the grid (a compressor or reader parameter, "
+                                "budget)")
         splits = [(spec[:i], spec[i + 1:]) for i, ch in enumerate(spec) if ch == ":"]
         found = [(x, y) for x, y in splits if x in in_a and y in in_b]
         if not found:
@@ -45,9 +94,12 @@ def resolve_match(match: Mapping[str, str], a: RunData, b: RunData) -> dict[str,
     return out
 
 
-def _cells(data: RunData, match: dict[str, tuple[str, str]], side: int) -> dict[Key, Cell]:
-    """The run's cells by (task, reader, compressor), named as A names them; a matched field keeps only its value."""
-    out = {}
+def _side(data: RunData, match: dict[str, tuple[str, str]], side: int) -> Side:
+    """The run's cells by (task, reader, compressor key), named as A names them.  A matched field keeps only its
+    value; an arm that sets a matched setting keeps only its value and is keyed by its config without it."""
+    points = _points(data)
+    settings = [name for name in match if name not in FIELDS]
+    cells, labels = {}, {}
     for c in data.cells:
         key = [c.task, c.reader, c.compressor]
         keep = True
@@ -55,9 +107,24 @@ def _cells(data: RunData, match: dict[str, tuple[str, str]], side: int) -> dict[
             if name in match:
                 keep = keep and key[i] == match[name][side]
                 key[i] = match[name][0]
+        point = points.get(c.config_hash, {})
+        own = _settings(point)
+        matched = [name for name in settings if name in own]
+        if matched:
+            keep = keep and all(_text(own[name]) == match[name][side] for name in matched)
+            rest = {k: v for k, v in (point.get("compressor") or {}).items() if k not in ("label", "tasks")}
+            rest["params"] = {k: v for k, v in (rest.get("params") or {}).items() if k not in matched}
+            key[2] = "\x00" + json.dumps([rest, {k: v for k, v in own.items() if k not in matched and k != "budget"},
+                                         None if "budget" in matched else point.get("budget")], sort_keys=True)
         if keep:
-            out[(key[0], key[1], key[2])] = c
-    return out
+            cells[(key[0], key[1], key[2])] = c
+            labels[(key[0], key[1], key[2])] = c.compressor
+    return Side(data, cells, labels)
+
+
+def _full(data: RunData, task: str, reader: str) -> Cell | None:
+    """The run's full-context cell of ``task`` and ``reader`` (whatever the match keeps of the run)."""
+    return next((c for c in data.cells if c.is_full and c.task == task and c.reader == reader), None)
 
 
 def _mean(values: list[float]) -> str:
@@ -73,7 +140,7 @@ def _fmt(pd: PairedDelta | None) -> str:
 def _difference_of_differences(a: RunData, b: RunData, ca: Cell, cb: Cell, fa: Cell | None,
                                fb: Cell | None) -> tuple[PairedDelta, PairedDelta, PairedDelta] | None:
     """(A's change vs full, B's, and B's minus A's), each paired on the examples all four cells scored."""
-    if fa is None or fb is None or ca.is_full:
+    if fa is None or fb is None or ca.is_full or cb.is_full:
         return None
     ia, ib = a.items(), b.items()
     cells = [ia.get((fa.task, fa.config_hash), {}), ia.get((ca.task, ca.config_hash), {}),
@@ -87,6 +154,10 @@ def _difference_of_differences(a: RunData, b: RunData, ca: Cell, cb: Cell, fa: C
     return paired_delta(zeros, d_a), paired_delta(zeros, d_b), paired_delta(d_a, d_b)
 
 
+def _name(side: Side, key: Key) -> str:
+    return " | ".join([key[0], key[1], side.labels[key]])
+
+
 def compare_runs(run_a: str | Path, run_b: str | Path,
                  match: Mapping[str, str] | None = None) -> tuple[list[str], list[list[str]], list[str]]:
     """Rows for the cells both runs have, paired on their common examples, and notes: cells only one run has,
@@ -97,41 +168,40 @@ def compare_runs(run_a: str | Path, run_b: str | Path,
     """
     da, db = load_run(run_a), load_run(run_b)
     pairs = resolve_match(match or {}, da, db)
-    a, b = _cells(da, pairs, 0), _cells(db, pairs, 1)
-    full_a = {(k[0], k[1]): c for k, c in a.items() if c.is_full}
-    full_b = {(k[0], k[1]): c for k, c in b.items() if c.is_full}
-    header = ["task", "reader", "compressor", "A", "B", "B - A [95% CI]", "p", "n common", "n A", "n B"]
-    common = [k for k in a if k in b]
-    body, notes, dod_rows = [], run_version_warnings(run_a, run_b), {}
+    a, b = _side(da, pairs, 0), _side(db, pairs, 1)
+    same_run = da.run_dir.resolve() == db.run_dir.resolve()
+    header = ["task", "reader", "compressor", "A", "B", "B - A [95% CI]", "p", "n common", "n A", "n B",
+              "A - full", "B - full", "(B - full) - (A - full) [95% CI]", "p (diff of diffs)", "n (diff of diffs)"]
+    body, notes = [], run_version_warnings(run_a, run_b)
     ia, ib = da.items(), db.items()
+    readers = pairs.get("reader")
+    common = [k for k in a.cells if k in b.cells
+              and not (same_run and a.cells[k].config_hash == b.cells[k].config_hash)]
     for key in common:
-        ca, cb = a[key], b[key]
+        ca, cb = a.cells[key], b.cells[key]
         items_a, items_b = ia.get((ca.task, ca.config_hash), {}), ib.get((cb.task, cb.config_hash), {})
         ids = sorted(set(items_a) & set(items_b))
         pd = paired_vs(items_a, items_b)
-        label = list(key)
-        if pairs.get("reader"):
-            label[1] = f"{pairs['reader'][0]} : {pairs['reader'][1]}"
-        body.append([*label, _mean([items_a[i] for i in ids]), _mean([items_b[i] for i in ids]), _fmt(pd),
-                     f"{pd.p_value:.3f}" if pd.n >= MIN_PAIRS else "", str(len(ids)), str(len(items_a)),
-                     str(len(items_b))])
+        label = [key[0], f"{readers[0]} : {readers[1]}" if readers else key[1],
+                 a.labels[key] if a.labels[key] == b.labels[key] else f"{a.labels[key]} : {b.labels[key]}"]
+        row = [*label, _mean([items_a[i] for i in ids]), _mean([items_b[i] for i in ids]), _fmt(pd),
+               f"{pd.p_value:.3f}" if pd.n >= MIN_PAIRS else "", str(len(ids)), str(len(items_a)), str(len(items_b))]
+        dod = _difference_of_differences(da, db, ca, cb, _full(da, ca.task, ca.reader), _full(db, cb.task, cb.reader))
+        row += ["", "", "", "", ""] if dod is None else [
+            _fmt(dod[0]), _fmt(dod[1]), _fmt(dod[2]), f"{dod[2].p_value:.3f}" if dod[2].n >= MIN_PAIRS else "",
+            str(dod[2].n)]
+        body.append(row)
         if set(items_a) != set(items_b):
-            notes.append(f"{' | '.join(key)}: A scored {len(items_a)} example(s), B {len(items_b)}, {len(ids)} in "
+            notes.append(f"{' | '.join(label)}: A scored {len(items_a)} example(s), B {len(items_b)}, {len(ids)} in "
                          "common; A, B and B - A are over the common ones")
-        dod = _difference_of_differences(da, db, ca, cb, full_a.get(key[:2]), full_b.get(key[:2]))
-        if dod is not None:
-            dod_rows[len(body) - 1] = dod
-    if dod_rows:
-        header += ["A - full", "B - full", "(B - full) - (A - full) [95% CI]", "p (diff of diffs)", "n (diff of diffs)"]
-        for i, row in enumerate(body):
-            d = dod_rows.get(i)
-            row += ["", "", "", "", ""] if d is None else [
-                _fmt(d[0]), _fmt(d[1]), _fmt(d[2]), f"{d[2].p_value:.3f}" if d[2].n >= MIN_PAIRS else "", str(d[2].n)]
+    if not any(row[10] for row in body):  # no row has a full-context cell on both sides: no such columns
+        header, body = header[:10], [row[:10] for row in body]
     if not common:
         notes.append(f"no cell in common: {run_a} and {run_b} share no (task, reader, compressor)")
-    only_a, only_b = [k for k in a if k not in b], [k for k in b if k not in a]
+    only_a = [k for k in a.cells if k not in b.cells]
+    only_b = [k for k in b.cells if k not in a.cells]
     if only_a:
-        notes.append(f"only in A ({len(only_a)}): " + "; ".join(" | ".join(k) for k in only_a))
+        notes.append(f"only in A ({len(only_a)}): " + "; ".join(_name(a, k) for k in only_a))
     if only_b:
-        notes.append(f"only in B ({len(only_b)}): " + "; ".join(" | ".join(k) for k in only_b))
+        notes.append(f"only in B ({len(only_b)}): " + "; ".join(_name(b, k) for k in only_b))
     return header, body, notes

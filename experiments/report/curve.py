@@ -16,6 +16,12 @@ Middle's best-subspan EM of the first line).  For every (task, reader, k):
 recall@k is the mean of the first, accuracy@k the mean of the second, each
 with a percentile bootstrap interval.  A point with no scored example is
 ``null`` with its reason, never NaN.
+
+Where the reader saturates (``saturation``) is a test, not a reading of the
+means: the smallest k whose accuracy is not below the best k's by more than
+the run's margin, each k tested against the best by the budget sweep's paired
+non-inferiority test (``cells.noninferiority_vs``) and walked down from the
+best k by the same fixed-sequence rule (docs/protocols.md).
 """
 from __future__ import annotations
 
@@ -31,8 +37,27 @@ from typing import Any
 from core.files import write_atomic
 from core.paths import safe_name
 from experiments.data.records import Prediction, budget_text
-from experiments.report.cells import RunData, merged_scores, paired_vs, scores_interval
-from experiments.report.stats import MIN_PAIRS, PairedDelta, format_delta, format_p, mean_interval, paired_delta
+from experiments.report.cells import (
+    RunData,
+    Scores,
+    item_scores,
+    merged_scores,
+    noninferiority_vs,
+    paired_vs,
+    scores_interval,
+)
+from experiments.report.stats import (
+    CANNOT_TELL,
+    MIN_PAIRS,
+    NOT_WORSE,
+    WORSE,
+    NonInferiority,
+    PairedDelta,
+    format_delta,
+    format_p,
+    mean_interval,
+    paired_delta,
+)
 from experiments.report.tables import Table, paired_over_tasks
 from experiments.report.tradeoff import (
     Arm,
@@ -52,7 +77,13 @@ from experiments.report.tradeoff import (
 )
 
 CSV_COLUMNS = ("task", "reader", "k", "recall", "recall_ci_lo", "recall_ci_hi", "accuracy", "ci_lo", "ci_hi", "n",
-               "failed", "note")
+               "failed", "note", "vs_best", "vs_best_ci_lo", "vs_best_ci_hi", "vs_best_verdict", "saturation_k")
+MARGIN = 5.0  # points, when a run's manifest names none (experiments.run.sections.DEFAULT_MARGIN; report/ cannot import run/)
+
+
+def run_margin(data: RunData) -> float:
+    """The run's non-inferiority margin in points: its config's ``margin`` (``ctxcomp report --margin`` may replace it)."""
+    return float(data.manifest.get("margin", MARGIN))
 
 
 @dataclass(frozen=True)
@@ -71,12 +102,61 @@ class CurveRow:
     note: str = ""
 
 
-def saturation_k(acc_by_k: Mapping[int, float], tol: float = 1.0) -> int:
-    """The smallest k whose accuracy (in points) is within ``tol`` of the best."""
-    if not acc_by_k:
-        raise ValueError("saturation_k needs at least one (k, accuracy) point")
-    best = max(acc_by_k.values())
-    return min(k for k, acc in acc_by_k.items() if acc >= best - tol - 1e-9)
+@dataclass(frozen=True)
+class Saturation:
+    """Where one (task, reader) curve saturates, decided by paired non-inferiority against the best k.
+
+    ``k``: the smallest k shown not worse than ``best_k`` by more than ``margin`` points (``best_k`` itself when
+    the next smaller k is shown worse, or when it is the smallest k); None when the test cannot tell at this n.
+    ``tests``: each other k against the best (``noninferiority_vs``: delta, interval, verdict), for the tables.
+    ``ladder``: why the walk down from the best stopped.
+    """
+
+    task: str
+    reader: str
+    best_k: int
+    k: int | None
+    margin: float
+    tests: dict[int, NonInferiority]
+    ladder: str
+
+    @property
+    def text(self) -> str:
+        return CANNOT_TELL if self.k is None else str(self.k)
+
+    @property
+    def test(self) -> NonInferiority | None:
+        """The saturation k against the best k (None when they are the same k, or when it cannot tell)."""
+        return None if self.k is None else self.tests.get(self.k)
+
+
+def saturation_k(scores_by_k: Mapping[int, Mapping[str, float]], margin: float, *, task: str = "",
+                 reader: str = "") -> Saturation:
+    """The saturation k of one curve from its item scores by k (``Scores`` by example id, in [0, 1]).
+
+    The best k is the one with the highest accuracy (the smallest such k on a tie).  Every other k is tested
+    against it on the questions both answered (``noninferiority_vs``, the budget sweep's test, clustered as it
+    clusters); then, as the budget sweep walks its budget ladder (``tradeoff.fixed_sequence``), the ks below
+    the best are taken from the largest down while each is "not worse", so the family-wise error of the walk
+    stays at the test's alpha.  The best k is picked after looking, which only makes "not worse" harder to show.
+    """
+    if not scores_by_k:
+        raise ValueError("saturation_k needs at least one k with scores")
+    accuracy = {k: statistics.fmean(s.values()) for k, s in scores_by_k.items() if s}
+    if not accuracy:
+        raise ValueError("saturation_k needs at least one scored example")
+    best = min(accuracy, key=lambda k: (-accuracy[k], k))
+    tests = {k: noninferiority_vs(scores_by_k[best], scores_by_k[k], margin) for k in sorted(accuracy) if k != best}
+    chosen, ladder = best, "the best k is the smallest k"
+    for k in sorted((k for k in tests if k < best), reverse=True):
+        verdict = tests[k].verdict
+        if verdict != NOT_WORSE:
+            ladder = f"stopped at k={k}: {verdict}"
+            if chosen == best and verdict != WORSE:
+                chosen = None  # the next smaller k may be as good: where it saturates is not known
+            break
+        chosen, ladder = k, "every smaller k passed"
+    return Saturation(task, reader, best, chosen, margin, tests, ladder)
 
 
 def _k_of(point: Mapping[str, Any]) -> int | None:
@@ -119,24 +199,33 @@ def curve_rows(data: RunData) -> list[CurveRow]:
     return rows
 
 
-def saturation(rows: Sequence[CurveRow]) -> dict[tuple[str, str], int]:
-    """The saturation k of each (task, reader) curve."""
-    curves: dict[tuple[str, str], dict[int, float]] = defaultdict(dict)
-    for r in rows:
-        if r.accuracy is not None:
-            curves[(r.task, r.reader)][r.k] = r.accuracy
-    return {key: saturation_k(acc) for key, acc in curves.items() if acc}
+def saturation(data: RunData, margin: float | None = None) -> dict[tuple[str, str], Saturation]:
+    """The saturation of each (task, reader) curve of the run, at ``margin`` points (default: the run's)."""
+    groups, _ = _curve_groups(data)
+    margin = run_margin(data) if margin is None else margin
+    curves: dict[tuple[str, str], dict[int, Scores]] = defaultdict(dict)
+    for (task, reader, k), recs in sorted(groups.items()):
+        curves[(task, reader)][k] = item_scores(recs)[(task, recs[0].config_hash)]
+    return {key: saturation_k(by_k, margin, task=key[0], reader=key[1]) for key, by_k in curves.items()}
 
 
-def curve_contrasts(data: RunData) -> tuple[list[str], list[list[str]]]:
-    """Largest k against smallest k on each curve, paired on the question, for recall and for accuracy.
+def _vs_best(test: NonInferiority | None) -> str:
+    return "" if test is None or not test.n else f"{test.delta:+.2f} [{test.lo:+.2f}, {test.hi:+.2f}]"
+
+
+def curve_contrasts(data: RunData, sat: Mapping[tuple[str, str], Saturation] | None = None) -> Table:
+    """Largest k against smallest k on each curve, paired on the question, for recall and for accuracy; and
+    the saturation k with its test against the best k.
 
     Both ends are fixed by the config, not picked after looking, so the
     interval means what it says: whether giving the reader more passages
     changed what the retriever found and what the reader got right.
     """
     groups, _ = _curve_groups(data)
-    header = ["task", "reader", "k", "recall change", "p (recall)", "accuracy change", "p (accuracy)", "n"]
+    sat = saturation(data) if sat is None else sat
+    margin = next(iter(sat.values())).margin if sat else run_margin(data)
+    header = ["task", "reader", "k", "recall change", "p (recall)", "accuracy change", "p (accuracy)", "n",
+              "best k", f"saturation k (margin {margin:g})", "saturation k - best k [95% CI]", "ladder"]
     body = []
     for task, reader in dict.fromkeys((t, rd) for t, rd, _ in sorted(groups)):
         ks = sorted(k for t, rd, k in groups if (t, rd) == (task, reader))
@@ -150,34 +239,56 @@ def curve_contrasts(data: RunData) -> tuple[list[str], list[list[str]]]:
         found = lambda r: 1.0 if r.answer_in_context else 0.0  # noqa: E731
         recall = paired_delta([found(lo[i]) for i in ids], [found(hi[i]) for i in ids])
         accuracy = paired_delta([float(lo[i].score) for i in ids], [float(hi[i].score) for i in ids])
+        s = sat.get((task, reader))
         body.append([task, reader, f"{ks[-1]} vs {ks[0]}", format_delta(recall), format_p(recall), format_delta(accuracy),
-                     format_p(accuracy), str(len(ids))])
+                     format_p(accuracy), str(len(ids)), "" if s is None else str(s.best_k), "" if s is None else s.text,
+                     _vs_best(s and s.test), "" if s is None else s.ladder])
     return header, body
 
 
-def curve_table(rows: Sequence[CurveRow]) -> tuple[list[str], list[list[str]]]:
-    sat = saturation(rows)
-    header = ["task", "reader", "k", "recall@k", "accuracy@k [95% CI]", "n", "failed", "saturation k"]
+def curve_table(rows: Sequence[CurveRow], sat: Mapping[tuple[str, str], Saturation]) -> Table:
+    """The curve's points, each k against the best k of its curve, and the saturation k marked."""
+    header = ["task", "reader", "k", "recall@k", "accuracy@k [95% CI]", "n", "failed", "k - best k [95% CI]",
+              "saturation k"]
     ci = lambda v, c: "—" if v is None else f"{v:.1f} [{c[0]:.1f}, {c[1]:.1f}]"  # noqa: E731
-    body = [[r.task, r.reader, str(r.k), ci(r.recall, r.recall_ci), ci(r.accuracy, r.accuracy_ci), str(r.n),
-             str(r.failed), "◀" if sat.get((r.task, r.reader)) == r.k else ""] for r in rows]
+    body = []
+    for r in rows:
+        s = sat.get((r.task, r.reader))
+        test = s.tests.get(r.k) if s else None
+        mark = "" if s is None else "◀" if s.k == r.k else f"{CANNOT_TELL} (best k = {s.best_k})" if (
+            s.k is None and r.k == s.best_k) else ""
+        body.append([r.task, r.reader, str(r.k), ci(r.recall, r.recall_ci), ci(r.accuracy, r.accuracy_ci), str(r.n),
+                     str(r.failed), f"{_vs_best(test)} {test.verdict}" if test and test.n else "", mark])
     return header, body
 
 
-def write_curve(rows: Sequence[CurveRow], out_dir: Path, *, plots: bool = True) -> list[Path]:
-    """curve.csv (empty cells, never NaN), curve.json (with the saturation k per curve) and curve.png/.svg."""
+def write_curve(rows: Sequence[CurveRow], sat: Mapping[tuple[str, str], Saturation], out_dir: Path, *,
+                plots: bool = True) -> list[Path]:
+    """curve.csv (empty cells, never NaN; each k against its curve's best k, and the saturation k), curve.json
+    (with the saturation of each curve) and curve.png/.svg."""
     out_dir.mkdir(parents=True, exist_ok=True)
     csv_path = out_dir / "curve.csv"
+    opt = lambda v: "" if v is None or v != v or abs(v) == float("inf") else f"{v:.2f}"  # noqa: E731
     with open(csv_path, "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
         writer.writerow(CSV_COLUMNS)
         for r in rows:
-            opt = lambda v: "" if v is None else f"{v:.2f}"  # noqa: E731
+            s = sat.get((r.task, r.reader))
+            test = s.tests.get(r.k) if s else None
             writer.writerow([r.task, r.reader, r.k, opt(r.recall), opt(r.recall_ci and r.recall_ci[0]),
                              opt(r.recall_ci and r.recall_ci[1]), opt(r.accuracy), opt(r.accuracy_ci and r.accuracy_ci[0]),
-                             opt(r.accuracy_ci and r.accuracy_ci[1]), r.n, r.failed, r.note])
+                             opt(r.accuracy_ci and r.accuracy_ci[1]), r.n, r.failed, r.note,
+                             opt(test and test.delta), opt(test and test.lo), opt(test and test.hi),
+                             test.verdict if test else ("best k" if s and r.k == s.best_k else ""),
+                             "" if s is None else s.text])
+    finite = lambda v: v if v == v and abs(v) != float("inf") else None  # noqa: E731
     payload = {"rows": [asdict(r) for r in rows],
-               "saturation_k": [{"task": t, "reader": rd, "k": k} for (t, rd), k in saturation(rows).items()]}
+               "saturation": [{"task": s.task, "reader": s.reader, "k": s.k, "best_k": s.best_k, "margin": s.margin,
+                               "verdict": s.text, "ladder": s.ladder,
+                               "vs_best": None if s.test is None else {"delta": finite(s.test.delta), "lo": finite(s.test.lo),
+                                                                        "hi": finite(s.test.hi), "p": finite(s.test.p),
+                                                                        "n": s.test.n}}
+                              for s in sat.values()]}
     json_path = out_dir / "curve.json"
     write_atomic(json_path, json.dumps(payload, indent=2, allow_nan=False))
     paths = [csv_path, json_path]
@@ -188,7 +299,7 @@ def write_curve(rows: Sequence[CurveRow], out_dir: Path, *, plots: bool = True) 
             task_rows = [r for r in rows if r.task == task]
             name = "curve.png" if len({r.task for r in rows}) == 1 else f"curve_{safe_name(task)}.png"
             paths += plot_curve(task_rows, out_dir / "plots" / name,
-                                saturation={rd: k for (t, rd), k in saturation(rows).items() if t == task},
+                                saturation={s.reader: s.k for s in sat.values() if s.task == task and s.k is not None},
                                 title=f"{task}: retriever recall@k and reader accuracy@k")
     return paths
 
@@ -302,9 +413,15 @@ def frontier_table(all_panels: Sequence[Panel]) -> Table:
 def tradeoff_tables(data: RunData) -> dict[str, Table]:
     """The trade-off tables of report.md, by name (empty bodies are left out of the report); here beside the
     frontier, which is read off the picture's panels."""
+    return tradeoff_analysis(data)[0]
+
+
+def tradeoff_analysis(data: RunData) -> tuple[dict[str, Table], list[dict[str, Any]]]:
+    """The trade-off tables and the non-inferiority tests they show (``noninferiority_rows``), which the
+    report's summary counts: one computation for both."""
     all_arms = arms(data)
     items = data.items()
-    margin = float(data.manifest.get("margin", 5.0))
+    margin = run_margin(data)
     rows = noninferiority_rows(all_arms, items, margin)
     return {
         "budget": budget_table(all_arms),
@@ -315,7 +432,7 @@ def tradeoff_tables(data: RunData) -> dict[str, Table]:
         "smallest_noninferior": smallest_noninferior_table(rows),
         "order": order_table(all_arms, items),
         "chunks": chunks_table(all_arms, items),
-    }
+    }, rows
 
 
 def write_tradeoff_plots(data: RunData, out_dir: Path) -> list[Path]:
@@ -327,6 +444,6 @@ def write_tradeoff_plots(data: RunData, out_dir: Path) -> list[Path]:
     for reader in dict.fromkeys(p.reader for p in all_panels):
         mine = [p for p in all_panels if p.reader == reader and (p.lines or p.full)]
         if any(len(points) for p in mine for points in p.lines.values()):
-            paths += plot_tradeoff(mine, out_dir / f"tradeoff_{safe_name(reader)}.png", title=f"{reader}: score "
-                                   "against context tokens (paired 95% bands vs full; rings: Pareto frontier)")
+            paths += plot_tradeoff(mine, out_dir / f"tradeoff_{safe_name(reader)}.png", margin=run_margin(data),
+                                   title=f"{reader}: score against context tokens")
     return paths

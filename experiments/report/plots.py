@@ -7,6 +7,7 @@ backend.
 """
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -25,6 +26,27 @@ def _pyplot():
     import matplotlib.pyplot as plt
 
     return plt
+
+
+@functools.lru_cache(maxsize=1)
+def cjk_family() -> str | None:
+    """The family name of the CJK font (Noto Sans CJK, from the ``noto-cjk-sans-jp-regular`` package: every
+    Chinese, Japanese and Korean glyph), registered with matplotlib once; None when the package is absent."""
+    try:
+        from noto_cjk_sans_jp_regular import FONT_PATH
+    except ImportError:
+        return None
+    from matplotlib import font_manager
+
+    font_manager.fontManager.addfont(str(FONT_PATH))
+    return font_manager.FontProperties(fname=str(FONT_PATH)).get_name()
+
+
+def _style() -> dict[str, Any]:
+    """The figures' style; the CJK font follows the default sans-serif, so matplotlib draws a character with it
+    only where the first font has no glyph (a task or arm named in Chinese, as LongBench's Chinese tasks may be)."""
+    family = cjk_family()
+    return {**_STYLE, "font.family": ["sans-serif", family]} if family else _STYLE
 
 
 def _save(fig, path: str | Path) -> list[Path]:
@@ -57,7 +79,7 @@ def plot_curve(rows: Iterable[Any], path: str | Path, *, saturation: Mapping[str
     readers: dict[str, list[Any]] = {}
     for r in rows:
         readers.setdefault(r.reader, []).append(r)
-    with plt.rc_context(_STYLE):
+    with plt.rc_context(_style()):
         fig, ax = plt.subplots(figsize=(COLUMN_IN, 2.6 + 0.16 * (len(readers) + 1)), layout="constrained")
         ks = sorted(recall)
         if ks:
@@ -104,7 +126,7 @@ def plot_position(
     """
     plt = _pyplot()
     entries = len(acc_by_position) + len(closed_book or {}) + len(oracle or {})
-    with plt.rc_context(_STYLE):
+    with plt.rc_context(_style()):
         # the legend sits under the axes, one entry a line; the figure grows with it so the axes keep their size
         fig, ax = plt.subplots(figsize=(COLUMN_IN, 2.6 + 0.16 * entries), layout="constrained")
         colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
@@ -171,7 +193,7 @@ def plot_delta_forest(deltas: Mapping[str, Mapping[str, Mapping[str, float]]], p
         for by_task in by_arm.values():
             tasks.extend(t for t in by_task if t not in tasks)
     intervals = intervals or {}
-    with plt.rc_context(_STYLE):
+    with plt.rc_context(_style()):
         height = 0.5 + len(readers) * (0.35 + 0.17 * len(arms))
         fig, axes = plt.subplots(len(readers), len(tasks), figsize=(PAGE_IN, height), sharey=True, sharex="col",
                                  squeeze=False, layout="constrained")
@@ -205,7 +227,7 @@ def plot_delta_forest(deltas: Mapping[str, Mapping[str, Mapping[str, float]]], p
 def plot_length_buckets(scores: Mapping[str, Mapping[str, float]], path: str | Path) -> list[Path]:
     """Score per input-length bucket (``scores[config][bucket]``, in score points), one line per config."""
     plt = _pyplot()
-    with plt.rc_context(_STYLE):
+    with plt.rc_context(_style()):
         fig, ax = plt.subplots(figsize=(COLUMN_IN, 2.6), layout="constrained")
         buckets: list[str] = []
         for values in scores.values():
@@ -245,22 +267,25 @@ def line_style(kind: str, retriever: str = "", order: str = "") -> tuple[str, st
     return colour, marker, ORDER_STYLES.get(order, "-")
 
 
-def plot_tradeoff(panels: Sequence[Any], path: str | Path, *, title: str = "") -> list[Path]:
+def plot_tradeoff(panels: Sequence[Any], path: str | Path, *, title: str = "", margin: float | None = None) -> list[Path]:
     """Score against the context tokens the reader saw (log x), one line per compressor (retriever, order).
 
     ``panels`` are ``experiments.report.curve.Panel``: per task (and the task average) the points of each line,
     each ``{"x", "y", "band": (lo, hi) | None, "frontier": bool, "kind", "retriever", "order"}``, and full's
     point with its score interval.  Bands are the paired 95% intervals against full, drawn around each point's
     score; full is a hatched horizontal band (its 95% interval) with a star at its own token count; rings mark
-    the Pareto frontier.
+    the Pareto frontier; with ``margin`` (points) a dashed line at full's score minus the margin is the
+    non-inferiority bound.  The legend names every line and every kind of band and mark.
     """
     plt = _pyplot()
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
     from matplotlib.ticker import FuncFormatter
 
     columns = min(3, len(panels))
     rows = -(-len(panels) // columns)
     entries: dict[str, Any] = {}
-    with plt.rc_context(_STYLE):
+    with plt.rc_context(_style()):
         fig, axes = plt.subplots(rows, columns, figsize=(PAGE_IN, 0.6 + 2.3 * rows), squeeze=False,
                                  layout="constrained")
         for ax, panel in zip(axes.flat, panels):
@@ -270,6 +295,8 @@ def plot_tradeoff(panels: Sequence[Any], path: str | Path, *, title: str = "") -
                 ax.axhline(panel.full["y"], color="black", linewidth=0.8, linestyle=":", zorder=1)
                 entries["full"] = ax.plot([panel.full["x"]], [panel.full["y"]], "*", color="black", markersize=7,
                                           zorder=3)[0]
+                if margin is not None:
+                    ax.axhline(panel.full["y"] - margin, color="0.35", linewidth=0.8, linestyle=(0, (5, 3)), zorder=1)
                 if panel.full.get("frontier"):
                     ax.plot([panel.full["x"]], [panel.full["y"]], "o", markersize=10, markerfacecolor="none",
                             markeredgecolor="black", zorder=4)
@@ -298,8 +325,23 @@ def plot_tradeoff(panels: Sequence[Any], path: str | Path, *, title: str = "") -
         fig.supylabel("score")
         if title:
             fig.suptitle(_fit(title, 110))
-        fig.legend(list(entries.values()), [_fit(name, 60) for name in entries], loc="outside lower center",
-                   ncol=2, frameon=False)
+        names = [_fit(name, 60) for name in entries]
+        handles = list(entries.values())
+        if any(p.full is not None for p in panels):
+            handles.append(Patch(facecolor="none", hatch="////", edgecolor="0.7", label="full: its 95% interval"))
+            names.append("full: its 95% interval")
+            if margin is not None:
+                handles.append(Line2D([], [], color="0.35", linewidth=0.8, linestyle=(0, (5, 3))))
+                names.append(f"full - margin ({margin:g} points): the non-inferiority bound")
+        if any(p["band"] is not None for panel in panels for points in panel.lines.values() for p in points):
+            handles.append(Patch(facecolor="0.5", alpha=0.2, linewidth=0))
+            names.append("shaded: the line's paired 95% interval against full")
+        if any(p.get("frontier") for panel in panels for points in panel.lines.values() for p in points) or any(
+                p.full is not None and p.full.get("frontier") for p in panels):
+            handles.append(Line2D([], [], marker="o", markersize=8, markerfacecolor="none", markeredgecolor="black",
+                                  linestyle="none"))
+            names.append("ring: on the Pareto frontier")
+        fig.legend(handles, names, loc="outside lower center", ncol=2, frameon=False)
         return _save(fig, path)
 
 
@@ -310,7 +352,7 @@ def plot_score_by_length(series: Mapping[str, Mapping[str, Mapping[str, Any]]], 
     plt = _pyplot()
     readers = list(series)
     tasks = list(dict.fromkeys(t for by_task in series.values() for t in by_task))
-    with plt.rc_context(_STYLE):
+    with plt.rc_context(_style()):
         fig, axes = plt.subplots(len(readers), len(tasks), figsize=(PAGE_IN, 0.8 + 1.9 * len(readers)), sharey=True,
                                  squeeze=False, layout="constrained")
         colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]

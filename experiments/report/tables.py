@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import html
 import io
+import re
 import statistics
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -241,9 +242,16 @@ def position_contrasts(cells: Sequence[Cell], items: dict[tuple[str, str], dict[
     return header, body
 
 
+# what Markdown would read as HTML: a tag (or comment, declaration) and a character reference; nothing else of
+# ``<``, ``>`` and ``&`` needs escaping, so ``<=512 tokens`` reads as it is written, in a terminal too
+_HTML_LIKE = re.compile(r"<[A-Za-z/!?][^<>]*>?|&(?:#\d+|#x[0-9A-Fa-f]+|\w+);")
+
+
 def markdown_cell(text: str) -> str:
-    """A label as table text: ``|`` cannot split the row, HTML stays text, a newline stays in its cell."""
-    return (html.escape(str(text), quote=False).replace("|", "\\|").replace("\r", " ").replace("\n", "<br>"))
+    """A label as table text: ``|`` cannot split the row, a tag or character reference stays text (``<b>`` is
+    shown, not applied), ``<=`` stays ``<=``, a newline stays in its cell."""
+    text = _HTML_LIKE.sub(lambda m: html.escape(m.group(), quote=False), str(text))
+    return text.replace("|", "\\|").replace("\r", " ").replace("\n", "<br>")
 
 
 def markdown_table(header: Sequence[str], body: Sequence[Sequence[str]]) -> str:

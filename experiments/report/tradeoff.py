@@ -200,9 +200,20 @@ def cost_table(all_arms: Sequence[Arm]) -> Table:
     return header, body
 
 
+# End-to-end differences smaller than this, per example, are below what a run's timing resolves: a shared
+# machine's scheduling moves a call by milliseconds, so a model-free reader's "saving" there is noise, not a cost.
+TIME_RESOLUTION_MS = 10.0
+
+
+def _negligible(pd: PairedDelta) -> bool:
+    """Whether a paired end-to-end difference (ms per example) lies wholly within +-``TIME_RESOLUTION_MS``."""
+    return pd.n >= MIN_PAIRS and pd.lo == pd.lo and max(abs(pd.lo), abs(pd.hi)) < TIME_RESOLUTION_MS
+
+
 def _cheaper(pd: PairedDelta) -> bool | None:
-    """True: the arm costs less than full (interval below 0); False: more (above 0); None: cannot tell."""
-    if pd.n < MIN_PAIRS or pd.lo != pd.lo:
+    """True: the arm costs less than full (interval below 0); False: more (above 0); None: cannot tell (or the
+    whole interval is within the timing's resolution)."""
+    if pd.n < MIN_PAIRS or pd.lo != pd.lo or _negligible(pd):
         return None
     return True if pd.hi < 0 else False if pd.lo > 0 else None
 
@@ -243,8 +254,9 @@ def break_even_table(all_arms: Sequence[Arm]) -> Table:
         labels = [budget_text(a.budget) or a.line for a in points]
         time = [a.time_vs_full or paired_arms(base, a, "e2e_s") for a in points]
         tokens = [_mean_difference(base.per_example("model_tokens"), a.per_example("model_tokens")) for a in points]
-        body.append([task, reader, line, ", ".join(labels), "; ".join(f"{t.delta:+.0f}" for t in time),
-                     _break_even(list(zip(labels, map(_cheaper, time)))),
+        in_time = (f"none: every budget is within {TIME_RESOLUTION_MS:g} ms per example of full, below what the "
+                   "run's timing resolves" if all(map(_negligible, time)) else _break_even(list(zip(labels, map(_cheaper, time)))))
+        body.append([task, reader, line, ", ".join(labels), "; ".join(f"{t.delta:+.0f}" for t in time), in_time,
                      _break_even([(b, t < 0 if t == t else None) for b, t in zip(labels, tokens)])])
     return header, body
 

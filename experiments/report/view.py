@@ -80,7 +80,7 @@ def _score_cells(data: RunData, header: Sequence[str], body: Sequence[Sequence[s
     return out
 
 
-def _plots(data: RunData, curve: Sequence[Any], plot_paths: Sequence[Path] | None) -> list[dict[str, str]]:
+def _plots(data: RunData, analysis: Any, plot_paths: Sequence[Path] | None) -> list[dict[str, str]]:
     """The report's plots as SVG (the files report wrote, or drawn afresh into a temporary folder)."""
     def encode(paths: Sequence[Path]) -> list[dict[str, str]]:
         svgs = [Path(p) for p in paths if Path(p).suffix == ".svg" and Path(p).is_file()]
@@ -93,8 +93,8 @@ def _plots(data: RunData, curve: Sequence[Any], plot_paths: Sequence[Path] | Non
 
     with tempfile.TemporaryDirectory(prefix="ctxcomp-view-") as tmp:
         paths = _write_plots(Path(tmp), data.cells)
-        if curve:
-            paths += [p for p in write_curve(curve, Path(tmp)) if p.suffix == ".svg"]
+        if analysis.curve:
+            paths += [p for p in write_curve(analysis.curve, analysis.saturation, Path(tmp)) if p.suffix == ".svg"]
         return encode(paths)
 
 
@@ -103,7 +103,8 @@ def overview(data: RunData, plot_paths: Sequence[Path] | None, against: RunData 
     from experiments.report.judged import judged_cells, judged_table
     from experiments.report.write import TITLES, report_tables
 
-    tables, contrast_notes, curve = report_tables(data)
+    analysis = report_tables(data)
+    tables, contrast_notes, curve = analysis.tables, analysis.contrast_notes, analysis.curve
     out_tables = []
     for name, (header, body) in tables.items():
         notes = list(contrast_notes) if name == "contrasts" else []
@@ -120,7 +121,7 @@ def overview(data: RunData, plot_paths: Sequence[Path] | None, against: RunData 
     if curve:
         from experiments.report.curve import curve_table
 
-        header, body = curve_table(curve)
+        header, body = curve_table(curve, analysis.saturation)
         out_tables.append({"name": "curve", "title": "Open-domain curve: retriever recall@k and reader accuracy@k "
                            "(◀ marks the saturation k)", "header": header, "body": body, "notes": []})
     if against is not None:
@@ -129,7 +130,10 @@ def overview(data: RunData, plot_paths: Sequence[Path] | None, against: RunData 
         header, body, notes = compare_runs(data.run_dir, against.run_dir)
         out_tables.append({"name": "compare", "title": f"Against {against.run_dir.name} (B - A)", "header": header,
                            "body": body, "notes": notes})
-    return {"tables": out_tables, "plots": _plots(data, curve, plot_paths), "manifest": run_files(data.run_dir)}
+    from experiments.report.write import summary_lines
+
+    return {"tables": out_tables, "plots": _plots(data, analysis, plot_paths), "manifest": run_files(data.run_dir),
+            "summary": summary_lines(data, analysis)}
 
 
 def build_view(run: str | Path | RunData, *, against: str | Path | None = None, plot_paths: Sequence[Path] | None = None,

@@ -1,14 +1,18 @@
 """Write a run's report: scores.json/.csv, report.md, tables/*.csv, plots/*, and curve files for open-domain tasks."""
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
+from core.errors import UserError
 from core.files import write_atomic
 from core.paths import safe_name
+from experiments.data.records import budget_text
 from experiments.report.cells import Cell, RunData, load_run
 from experiments.report.tables import (
     Table,
@@ -62,35 +66,83 @@ def write_scores(run_dir: Path, cells: Sequence[Cell]) -> None:
     write_atomic(run_dir / "scores.csv", csv_text(header, body))
 
 
+def with_analysis(data: RunData, *, margin: float | None = None, contrasts: Sequence[str] = ()) -> RunData:
+    """The run with the report's analysis-only settings replaced, as ``ctxcomp report --margin --contrast`` gives
+    them: the non-inferiority margin (points) and the planned contrasts (``"ARM - AGAINST"``, row labels).
+
+    Nothing is predicted again and no model is called: these settings change only what the report computes
+    from the predictions.  The run's config stays as the run made it; report.md says which settings came
+    from the command line."""
+    manifest = dict(data.manifest)
+    given: dict[str, Any] = {}
+    if margin is not None:
+        if not margin >= 0:
+            raise UserError(f"--margin must be >= 0 score points, got {margin}")
+        given["margin"] = (margin, manifest.get("margin"))
+        manifest["margin"] = float(margin)
+    if contrasts:
+        labels = sorted({c.compressor for c in data.cells})
+        manifest["contrasts"] = [_contrast(text, labels) for text in contrasts]
+        given["contrasts"] = (len(contrasts), len(data.manifest.get("contrasts") or []))
+    manifest["given"] = {**manifest.get("given", {}), **given}
+    return dataclasses.replace(data, manifest=manifest)
+
+
+def _contrast(text: str, labels: Sequence[str]) -> dict[str, str]:
+    """``"ARM - AGAINST"`` as ``{arm, against}``: the split at a `` - `` that names a row on both sides (labels may
+    hold `` - `` themselves); a one-line error naming the rows otherwise."""
+    splits = [(text[:i].strip(), text[i + 3:].strip()) for i in range(len(text)) if text.startswith(" - ", i)]
+    for arm, against in splits:
+        if arm in labels and against in labels:
+            return {"arm": arm, "against": against}
+    raise UserError(f"--contrast {text!r}: expected 'ARM - AGAINST' with two row labels of the run "
+                    f"({', '.join(labels)})")
+
+
+@dataclass
+class Analysis:
+    """What report.md, tables/ and the view show, computed once: the tables by name (in order), the notes on
+    planned contrasts not computed, the curve's rows and each curve's saturation, and the non-inferiority tests
+    (``tradeoff.noninferiority_rows``) that the summary counts."""
+
+    tables: dict[str, Table]
+    contrast_notes: list[str]
+    curve: list[Any]
+    saturation: dict[tuple[str, str], Any]
+    noninferiority: list[dict[str, Any]]
+    margin: float
+
+
 def write_report(run: str | Path | RunData, *, plots: bool = True) -> tuple[str, list[Path]]:
     """Write scores.json/.csv, report.md, tables/*.csv and plots/*; return the markdown and the plot paths.
 
-    ``run``: a run directory, or its records already loaded (``load_run``), so a command computes cells once."""
+    ``run``: a run directory, or its records already loaded (``load_run``, perhaps ``with_analysis``), so a
+    command computes cells once."""
     data = run if isinstance(run, RunData) else load_run(run)
     run_dir, cells = data.run_dir, data.cells
     write_scores(run_dir, cells)
-    tables, contrast_notes, curve = report_tables(data)
+    analysis = report_tables(data)
     (run_dir / "tables").mkdir(exist_ok=True)
-    for name, (header, body) in tables.items():
+    for name, (header, body) in analysis.tables.items():
         if body:
             write_atomic(run_dir / "tables" / f"{name}.csv", csv_text(header, body))
     from experiments.report.curve import write_curve
 
-    curve_paths = write_curve(curve, run_dir, plots=plots) if curve else []
+    curve_paths = write_curve(analysis.curve, analysis.saturation, run_dir, plots=plots) if analysis.curve else []
     plot_paths = _write_plots(run_dir, cells, data) if plots else []
     if plots:
         from experiments.report.curve import write_tradeoff_plots
 
         plot_paths += write_tradeoff_plots(data, run_dir / "plots")
     plot_paths += [p for p in curve_paths if p.suffix in (".png", ".svg")]
-    md = render_markdown(data, tables, plot_paths, curve, contrast_notes)
+    md = render_markdown(data, analysis, plot_paths)
     write_atomic(run_dir / "report.md", md)
     return md, plot_paths
 
 
-def report_tables(data: RunData) -> tuple[dict[str, Table], list[str], list]:
-    """The tables of report.md (by name, in order), the notes on contrasts not computed, and the curve rows:
-    one computation shared by the report and the view."""
+def report_tables(data: RunData) -> Analysis:
+    """The tables of report.md (by name, in order) and what its summary reads: one computation shared by the
+    report and the view."""
     cells = data.cells
     contrasts, contrast_notes = contrast_table(cells, data.items(), data.manifest.get("contrasts") or [])
     tables = {
@@ -102,13 +154,15 @@ def report_tables(data: RunData) -> tuple[dict[str, Table], list[str], list]:
         "position_contrasts": position_contrasts(cells, data.items()),
     }
     tables.update(context_length_tables(data))
-    from experiments.report.curve import curve_contrasts, curve_rows, tradeoff_tables
+    from experiments.report.curve import curve_contrasts, curve_rows, run_margin, saturation, tradeoff_analysis
 
     curve = curve_rows(data)
+    sat = saturation(data) if curve else {}
     if curve:
-        tables["curve_contrasts"] = curve_contrasts(data)
-    tables.update(tradeoff_tables(data))
-    return tables, contrast_notes, curve
+        tables["curve_contrasts"] = curve_contrasts(data, sat)
+    tradeoff, noninferiority = tradeoff_analysis(data)
+    tables.update(tradeoff)
+    return Analysis(tables, contrast_notes, curve, sat, noninferiority, run_margin(data))
 
 
 def context_length_tables(data: RunData) -> dict[str, Table]:
@@ -147,7 +201,9 @@ NOTES = {
             "at the time it took when it was made; reader seconds likewise (`latency_s`). The last column is the "
             "paired difference per example against full, with its 95% interval.",
     "break_even": "Time: each budget is cheaper than full when its paired 95% interval of end-to-end seconds per "
-                  "example lies below 0; the break-even is the largest budget up to which every budget is. Model "
+                  "example lies below 0; the break-even is the largest budget up to which every budget is. An "
+                  "interval wholly within 10 ms per example is below what a run's timing resolves: that budget is "
+                  "neither, and a line where every budget is has no break-even to find. Model "
                   "tokens: every token the compressor's models and the reader read or wrote, mean per example.",
     "noninferiority": "Verdict by the paired 95% interval of (row - full) in score points: its lower bound above "
                       "-margin: not worse than full by more than the margin; its upper bound below -margin: worse; "
@@ -157,36 +213,102 @@ NOTES = {
     "chunks": "The peak is the budget with the best score, picked after looking; an inverted U needs both "
               "differences to exclude 0.",
 }
+CURVE_NOTE = ("Each k against the best k of its curve: the paired non-inferiority test of the budget sweep (its "
+              "interval and verdict at the run's margin). The saturation k (◀) is the smallest k shown not worse "
+              "than the best, walking down from the best k while each k passes; \"cannot tell at this n\" where the "
+              "k below the best is neither shown not worse nor worse (docs/protocols.md).")
 
 
-def render_markdown(data: RunData, tables: dict[str, Table], plot_paths: Sequence[Path], curve=(),
-                    contrast_notes: Sequence[str] = ()) -> str:
-    run_dir, cells = data.run_dir, data.cells
-    parts = [f"# Report: {run_dir.name}", ""]
-    parts.append(
-        "Scores are 100 x the task's metric (named in each column; LongBench rounding). In parentheses: the "
-        "difference to the full-context row of the same reader, paired over the examples both scored, with its "
-        "95% bootstrap interval (10,000 resamples); `*` marks an interval that excludes 0. Averages over tasks "
-        "are paired on (task, example); an arm that ran on fewer tasks than the full-context row averages its own "
-        "tasks (said in the cell), and its delta is paired on those tasks. n per cell, p-values (paired sign-flip test) and the intervals are in "
-        "`scores.csv`. Each cell averages the lines of `predictions.jsonl` with its `task` and `config_hash` "
-        "(see the efficiency table for the hash of each row)."
-    )
-    n_failures = sum(c.n_failed for c in cells)
-    if n_failures:
-        parts.append(f"\n**{n_failures} example(s) failed and are excluded from the scores** (see `failures.jsonl`; "
-                     "`ctxcomp run --resume` retries them).")
+SCORES_NOTE = (
+    "Scores are 100 x the task's metric (named in each column; LongBench rounding). In parentheses: the "
+    "difference to the full-context row of the same reader, paired over the examples both scored, with its "
+    "95% bootstrap interval (10,000 resamples); `*` marks an interval that excludes 0; `[reader cut N%]`: the "
+    "reader's own window cut N% of the cell's prompts. Averages over tasks "
+    "are paired on (task, example); an arm that ran on fewer tasks than the full-context row averages its own "
+    "tasks (said in the cell), and its delta is paired on those tasks. n per cell, p-values (paired sign-flip test) and "
+    "the intervals are in `scores.csv`. Each cell averages the lines of `predictions.jsonl` with its `task` and "
+    "`config_hash` (see the efficiency table for the hash of each row).")
+MAX_NAMED = 6  # a summary line names at most this many rows, then says how many more
+
+
+def _named(items: Sequence[str]) -> str:
+    shown = ", ".join(items[:MAX_NAMED])
+    return shown + (f" and {len(items) - MAX_NAMED} more" if len(items) > MAX_NAMED else "")
+
+
+def error_control_statement(analysis: Analysis) -> str:
+    """The one sentence of the summary that says which error each verdict controls and what is adjusted for
+    multiplicity (issue 29 words it with the statistics; docs/metrics.md has the details)."""
+    return ("Each interval is a 95% interval and each verdict a test at its own level; only the non-inferiority "
+            "table adjusts for multiplicity (Holm, over its family), and the smallest non-inferior budget walks "
+            "each budget ladder by the fixed-sequence rule.")
+
+
+def summary_lines(data: RunData, analysis: Analysis) -> list[tuple[str, str]]:
+    """The opening of report.md (and of the view): what ran, what to distrust first, and what was decided, as
+    (topic, plain text) lines."""
+    from experiments.report.stats import NOT_WORSE, WORSE
     from experiments.report.truncation import truncation_warnings
 
-    warnings = truncation_warnings(data.predictions)
-    if warnings:
-        parts += ["", "**The reader's window cut the full context** (`[reader cut N%]` marks each such score; the "
-                  "efficiency table gives the share cut and the context tokens seen for every cell):", ""]
-        parts += [f"- warning: {markdown_cell(w)}" for w in warnings]
+    cells = data.cells
+    readers, tasks = list(dict.fromkeys(c.reader for c in cells)), list(dict.fromkeys(c.task for c in cells))
+    arms = list(dict.fromkeys(c.compressor for c in cells))
+    ns = [c.n for c in cells if c.n]
+    given = data.manifest.get("given", {})
+    margin = f"margin {analysis.margin:g} points"
+    from_cli = (f" (given to `ctxcomp report`; the config says {given['margin'][1]:g})"
+                if given.get("margin") and given["margin"][1] is not None else "")
+    lines = [("Run", f"{len(tasks)} task(s) x {len(arms)} arm(s) x {len(readers)} reader(s); n = "
+                     f"{min(ns, default=0)}-{max(ns, default=0)} examples per cell; {margin}{from_cli}.")]
+    failed = sum(c.n_failed for c in cells)
+    if failed:
+        lines.append(("Failed", f"{failed} example(s) failed and are excluded from the scores (`failures.jsonl`; "
+                                "`ctxcomp run --resume` retries them)."))
+    lines += [("Warning", f"{w}.") for w in truncation_warnings(data.predictions)]
+    compressed = [c for c in cells if not c.is_full and c.paired is not None]
+    if compressed:
+        better = [f"{c.compressor} on {c.task} ({c.delta_paired:+.2f})" for c in compressed if c.paired.lo > 0]
+        worse = [f"{c.compressor} on {c.task} ({c.delta_paired:+.2f})" for c in compressed if c.paired.hi < 0]
+        lines.append(("Against full context", f"the paired 95% interval excludes 0 in {len(better) + len(worse)} of "
+                      f"{len(compressed)} compressed cells: better in {len(better)}, worse in {len(worse)}"
+                      + (f"; better: {_named(better)}" if better else "") + (f"; worse: {_named(worse)}" if worse else "")
+                      + "."))
+    if analysis.noninferiority:
+        verdicts = [r["verdict"] for r in analysis.noninferiority]
+        kept = [" ".join(filter(None, [r["arm"].line, budget_text(r["arm"].budget), "on", r["arm"].cell.task]))
+                for r in analysis.noninferiority if r["verdict"] == NOT_WORSE]
+        undecided = len(verdicts) - verdicts.count(NOT_WORSE) - verdicts.count(WORSE)
+        lines.append(("How much can go", f"{margin}: {verdicts.count(NOT_WORSE)} not worse than full, "
+                      f"{verdicts.count(WORSE)} worse, {undecided} undecided (cannot tell at this n, too few "
+                      f"documents, or a floor or ceiling) of {len(verdicts)} tests"
+                      + (f"; not worse: {_named(kept)}" if kept else "") + "."))
+    contrasts = analysis.tables.get("contrasts", ([], []))[1]
+    if contrasts:
+        resolved = [f"{row[1]} ({row[0]})" for row in contrasts if any(cell.endswith("*") for cell in row[2:])]
+        lines.append(("Planned contrasts", f"{len(resolved)} of {len(contrasts)} resolve (an interval excludes 0)"
+                      + (f": {_named(resolved)}" if resolved else "") + "."))
+    for s in analysis.saturation.values():
+        vs = s.test
+        lines.append((f"Saturation ({s.task}, {s.reader})",
+                      f"k = {s.text} (best k = {s.best_k}"
+                      + (f"; k = {s.k} minus best: {vs.delta:+.2f} [{vs.lo:+.2f}, {vs.hi:+.2f}]" if vs else "")
+                      + f"; {s.ladder})."))
+    lines.append(("Error control", error_control_statement(analysis)))
+    return lines
+
+
+def render_markdown(data: RunData, analysis: Analysis, plot_paths: Sequence[Path]) -> str:
+    """report.md: a short summary of what was decided, then the detailed tables, then the plots."""
+    run_dir = data.run_dir
+    summary = [f"- **{topic}**: {markdown_cell(text)}" for topic, text in summary_lines(data, analysis)]
+    parts = [f"# Report: {run_dir.name}", "", "## Summary", "", *summary, "",
+             "Detailed tables follow; `tables/*.csv` holds each of them."]
+    tables, contrast_notes, curve = analysis.tables, analysis.contrast_notes, analysis.curve
     for name, (header, body) in tables.items():
         notes = list(contrast_notes) if name == "contrasts" else []
         if name != "curve_contrasts" and (body or notes):
-            parts += ["", f"## {TITLES[name]}"] + ([""] + [NOTES[name]] if name in NOTES and body else [])
+            note = SCORES_NOTE if name == "scores" else NOTES.get(name)
+            parts += ["", f"## {TITLES[name]}"] + ([""] + [note] if note and body else [])
             parts += ["", markdown_table(header, body)] if body else []
             parts += [""] + [f"- not computed: {markdown_cell(n)}" for n in notes] if notes else []
     from experiments.report.judged import judged_cells, judged_table
@@ -200,7 +322,8 @@ def render_markdown(data: RunData, tables: dict[str, Table], plot_paths: Sequenc
     if curve:
         from experiments.report.curve import curve_table
 
-        parts += ["", "## Open-domain curve: retriever recall@k and reader accuracy@k", "", markdown_table(*curve_table(curve))]
+        parts += ["", "## Open-domain curve: retriever recall@k and reader accuracy@k", "", CURVE_NOTE, "",
+                  markdown_table(*curve_table(curve, analysis.saturation))]
         if tables.get("curve_contrasts", ([], []))[1]:
             parts += ["", f"## {TITLES['curve_contrasts']}", "",
                       "Percentage points; `*` marks an interval that excludes 0. Recall rising while accuracy does "

@@ -6,6 +6,8 @@ context or query are safe.
 """
 from __future__ import annotations
 
+import dataclasses
+import os
 import re
 from dataclasses import dataclass
 
@@ -95,14 +97,52 @@ def build_prompt(spec: TaskSpec, context: CompressedContext | str, example: Exam
     return fill_template(spec.prompt, context=_text_of(context), input=query)
 
 
+# Two one-character stand-ins for the context (Unicode private use: no template or rendering holds them); they
+# differ in their only character, so two prompts built with them differ exactly where the context goes.
+_STAND_INS = ("\ue000", "\ue001")
+
+
+def _stand_in(context: CompressedContext | str, mark: str) -> CompressedContext | str:
+    """``context`` with its text, and each kept passage's text and title, replaced by ``mark``: the same shape (kept
+    units, passages, titles present or not), so the family picks the same template for it."""
+    if isinstance(context, str):
+        return mark
+    passages = tuple(dataclasses.replace(p, text=mark, title=mark if p.title else "") for p in context.passages)
+    return dataclasses.replace(context, text=mark, passages=passages)
+
+
+def context_span(spec: TaskSpec, context: CompressedContext | str, example: Example, prompt: str,
+                 options: PromptOptions = PromptOptions()) -> tuple[int, int] | None:
+    """Where the context sits in ``prompt`` (``build_prompt``'s output), as ``(start, end)`` character offsets.
+
+    Found without knowing the family: the prompt is built twice more with one-character stand-ins for the
+    context; what the two share before and after the stand-ins is the template around the context, and
+    ``prompt`` holds that same text before and after its context.  An empty context (closed book) is the
+    empty span ``(0, 0)``: nothing to read.  None when the template around the context is not found (a
+    family whose template changes with the context's content).
+    """
+    if not _text_of(context).strip() and (isinstance(context, str) or not context.passages):
+        return (0, 0)
+    a, b = (build_prompt(spec, _stand_in(context, mark), example, options) for mark in _STAND_INS)
+    head = len(os.path.commonprefix([a, b]))
+    tail = len(os.path.commonprefix([a[head:][::-1], b[head:][::-1]]))
+    start, end = head, len(prompt) - tail
+    if start > end or not prompt.startswith(a[:head]) or not prompt.endswith(a[len(a) - tail:]):
+        return None
+    return (start, end)
+
+
 def build_request(spec: TaskSpec, context: CompressedContext | str, example: Example,
                   options: PromptOptions = PromptOptions()) -> GenerationRequest:
-    """The reader request for one example: the prompt, the system message, max new tokens and the chat switch."""
+    """The reader request for one example: the prompt, the system message, max new tokens, the chat switch, and
+    where the context sits in the prompt (``context_span``: what a context-only baseline may read)."""
+    prompt = build_prompt(spec, context, example, options)
     return GenerationRequest(
-        prompt=build_prompt(spec, context, example, options),
+        prompt=prompt,
         max_new_tokens=options.max_new_tokens or spec.max_new_tokens,
         chat=spec.chat,
         system=spec.system,
+        context_span=context_span(spec, context, example, prompt, options),
     )
 
 

@@ -59,6 +59,8 @@ const CTX = (() => {
     out.push(el("p", { class: "lede" }, `Run ${meta.run} (${meta.path}): ${meta.n_predictions} predictions in `,
       `${meta.cells.filter((c) => !c.run).length} cells` + (meta.against ? `; against ${meta.against} (B)` : "") +
       `. Generated ${meta.generated}. Click a score to see its examples.`));
+    if (meta.summary && meta.summary.length) out.push(section("Summary", el("ul", { class: "summary" },
+      meta.summary.map(([topic, text]) => el("li", {}, el("strong", { text: topic }), ": " + text)))));
     const flipsAndFailures = () => [section("Flips against the full-context arm",
       el("p", { class: "hint", text: `An item score ≥ ${meta.right} counts as right. lost: full right, the arm wrong; gained: the reverse.` }),
       flipTable()), section("Failures by reason", meta.failures.length ? table(["stage", "reason", "count", "for example", "cells"],

@@ -11,8 +11,9 @@ import pytest
 from experiments.data.store import write_jsonl
 from experiments.data.synthetic import make_multidoc_qa
 from experiments.protocols.litm import litm_qa_record
-from experiments.report.cells import load_run
-from experiments.report.curve import curve_rows, saturation_k
+from experiments.report.cells import Scores, load_run
+from experiments.report.curve import curve_rows, saturation, saturation_k
+from experiments.report.stats import CANNOT_TELL, NOT_WORSE
 from experiments.run.config import parse_config
 from experiments.run.driver import Runner
 from readers.base import Generation, GenerationRequest, Reader
@@ -22,23 +23,42 @@ ORACLE = "lost_in_the_middle/nq-open-oracle.jsonl.gz"
 HERE = "tests.experiments.protocols.test_curve"
 
 
+def _nested(accuracy: dict[int, float], n: int) -> dict[int, Scores]:
+    """Item scores of a constructed curve: at each k the first ``accuracy% of n`` questions are right (nested, so
+    a question right at a lower accuracy is right at every higher one: paired differences are all of one sign)."""
+    return {k: Scores({f"q{i}": float(i < round(acc * n / 100)) for i in range(n)}) for k, acc in accuracy.items()}
+
+
 @pytest.mark.parametrize(
-    "acc,expected",
+    "accuracy,n,expected,ladder",
     [
-        ({1: 30.0, 5: 50.0, 20: 50.5, 50: 51.0}, 5),  # 50.0 is exactly 1 point below the best
-        ({1: 20.0, 2: 40.0, 5: 60.0}, 5),
-        ({1: 50.0, 5: 30.0, 10: 49.5}, 1),  # the best can come first
-        ({10: 42.0}, 10),
-        ({1: 30.0, 5: 48.9, 20: 50.0}, 20),  # 1.1 points below is not saturated
+        # the issue's curve: at n = 60 k = 1 is shown worse than the best (k = 2) by more than the margin
+        ({1: 20, 2: 50, 5: 10, 10: 10}, 60, 2, "stopped at k=1: worse"),
+        # the same shape on 10 questions: 3 questions apart is not enough to say k = 1 is worse
+        ({1: 20, 2: 50, 5: 10, 10: 10}, 10, None, "stopped at k=1: cannot tell at this n"),
+        # 2 points below the best on 200 questions is within the margin; 30 points below is not
+        ({1: 20, 2: 48, 5: 50, 10: 50}, 200, 2, "stopped at k=1: worse"),
+        ({1: 49, 2: 49.5, 5: 50}, 200, 1, "every smaller k passed"),
+        ({1: 50, 5: 30, 10: 49.5}, 40, 1, "the best k is the smallest k"),  # the best can come first
+        ({10: 42}, 20, 10, "the best k is the smallest k"),
     ],
 )
-def test_saturation_k_hand_cases(acc, expected):
-    assert saturation_k(acc) == expected
+def test_saturation_is_the_smallest_k_shown_not_worse_than_the_best(accuracy, n, expected, ladder):
+    sat = saturation_k(_nested(accuracy, n), 5.0)
+    assert (sat.k, sat.ladder) == (expected, ladder)
+    assert sat.text == (CANNOT_TELL if expected is None else str(expected))
+    if expected is not None and expected != sat.best_k:  # reported with its interval against the best k
+        assert sat.test.verdict == NOT_WORSE and sat.test.lo > -5.0 and sat.test.n == n
 
 
-def test_saturation_k_needs_points():
+def test_saturation_needs_points():
     with pytest.raises(ValueError):
-        saturation_k({})
+        saturation_k({}, 5.0)
+
+
+def test_a_larger_margin_moves_the_saturation_down():
+    curve = _nested({1: 40, 2: 47, 5: 50}, 1000)  # k = 2 is 3 points below the best, k = 1 is 10 below
+    assert saturation_k(curve, 5.0).k == 2 and saturation_k(curve, 15.0).k == 1
 
 
 class HalfBrokenReader(Reader):
@@ -135,9 +155,12 @@ def test_curve_rows_count_failures_per_question_and_never_write_nan(tmp_path):
     header, body = curve_contrasts(load_run(out))
     contrast = {row[1]: row for row in body}
     assert set(contrast) == {"extractive", "half-broken"} and contrast["extractive"][2] == "3 vs 1"
-    ext = contrast["extractive"]
-    assert ext[-1] == "12" and ext[3].startswith(f"{rows[('extractive', 3)].recall - rows[('extractive', 1)].recall:+.2f}")
-    assert int(contrast["half-broken"][-1]) < 12
+    ext, n = contrast["extractive"], header.index("n")
+    assert ext[n] == "12" and ext[3].startswith(f"{rows[('extractive', 3)].recall - rows[('extractive', 1)].recall:+.2f}")
+    assert int(contrast["half-broken"][n]) < 12
+    # the saturation k with its test against the best k, beside the pre-set ends
+    sat = saturation(load_run(out))[("nq_open", "extractive")]
+    assert ext[header.index("best k")] == str(sat.best_k) and ext[header.index("saturation k (margin 5)")] == sat.text
     assert "Largest k against smallest k" in (out / "report.md").read_text()
 
 
@@ -162,9 +185,14 @@ def test_curve_on_real_oracle_keeps_the_whole_corpus(shared_data, tmp_path):
     rows = {r.k: r for r in curve_rows(load_run(out))}
     recall = [rows[k].recall for k in (1, 5, 20)]
     assert recall == sorted(recall) and recall[2] > recall[0]
-    best = max(r.accuracy for r in rows.values())
-    expected = min(k for k, r in rows.items() if r.accuracy >= best - 1.0)
-    assert saturation_k({k: r.accuracy for k, r in rows.items()}) == expected
+    from experiments.report.write import write_report
+
+    write_report(out, plots=False)
+    (sat,) = saturation(load_run(out)).values()
+    assert rows[sat.best_k].accuracy == max(r.accuracy for r in rows.values())
+    assert sat.k is None or sat.k <= sat.best_k
+    with open(out / "curve.csv", newline="") as f:
+        assert {r["saturation_k"] for r in csv.DictReader(f)} == {sat.text}
 
 
 def _app():
@@ -245,3 +273,19 @@ def test_curve_with_real_smollm2(tmp_path):
     assert (stats.predicted, stats.failed) == (6, 0)
     rows = curve_rows(load_run(out))
     assert all(r.n == 3 and 0 <= r.accuracy <= 100 and not math.isnan(r.accuracy) for r in rows)
+
+
+def test_curve_takes_max_new_tokens_and_the_saturation_margin(tmp_path):
+    import yaml
+    from typer.testing import CliRunner
+
+    path, _ = _litm_file(tmp_path, n=6, seed=4)
+    out = tmp_path / "out"
+    ok = CliRunner().invoke(_app(), ["curve", "--litm", str(path), "--reader", "extractive", "--ks", "1,2",
+                                     "--max-new-tokens", "7", "--margin", "12", "--out", str(out)])
+    assert ok.exit_code == 0, ok.output
+    config = yaml.safe_load((out / "config.yaml").read_text())
+    assert config["margin"] == 12 and config["tasks"][0]["max_new_tokens"] == 7
+    assert "saturation k (margin 12)" in (out / "tables" / "curve_contrasts.csv").read_text()
+    bad = CliRunner().invoke(_app(), ["curve", "--litm", str(path), "--max-new-tokens", "0", "--out", str(tmp_path / "b")])
+    assert bad.exit_code == 2 and "--max-new-tokens must be >= 1" in bad.output

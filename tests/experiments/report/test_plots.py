@@ -65,3 +65,27 @@ def test_score_by_length_names_every_arm_in_full(tmp_path):
     svg = _check(plot_score_by_length(series, tmp_path / "sbl.png"), tmp_path, "sbl")
     assert long_a.replace("<", "&lt;") in svg and long_b.replace("<", "&lt;") in svg
     assert "summarize(query-focused)" in svg and "context tokens" in svg
+
+
+def test_cjk_task_and_arm_names_are_drawn_with_a_font_that_has_their_glyphs(tmp_path):
+    """LongBench has six Chinese tasks: a task or arm named in Chinese (or Japanese, Korean) must not become boxes."""
+    import warnings
+
+    from experiments.report.plots import cjk_family
+
+    assert cjk_family() is not None, "the CJK font package (a dependency) is not installed"
+    deltas = {"阅读器": {"检索压缩": {"多文档问答": -4.0, "摘要": 1.5}, "요약": {"多文档问答": 2.0, "摘要": -1.0}}}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        paths = plot_delta_forest(deltas, tmp_path / "cjk.png")
+        plot_position({"長い文脈": {0: 0.5, 4: 0.4}}, tmp_path / "cjk_pos.png", title="位置 (位置)")
+    missing = [str(w.message) for w in caught if "missing from font" in str(w.message)]
+    assert not missing, missing[:3]
+    assert paths[0].read_bytes()[:8] == PNG_MAGIC
+    # a missing glyph is drawn as the same box whatever the character: two characters must draw differently
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.textpath import TextPath
+
+    prop = FontProperties(family=["sans-serif", cjk_family()])
+    shapes = [TextPath((0, 0), ch, prop=prop).vertices.tolist() for ch in "检索"]
+    assert shapes[0] and shapes[0] != shapes[1]

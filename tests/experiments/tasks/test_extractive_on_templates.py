@@ -53,3 +53,19 @@ def test_leval_questions_differ_so_answers_differ():
         answers.append(ExtractiveReader().generate([request])[0].text)
     assert answers == ["Revenue grew to 12 billion dollars.", "The chief executive is Ada Brook.",
                        "Costs fell by 3 percent."]
+
+
+def test_rulers_single_needle_is_found_at_2k_and_8k_tokens(tmp_path):
+    """The template's own sentence ("A special magic number is hidden within the following text.") is instruction,
+    not context: read end to end (config, prompt, cached reader), the baseline answers with the needle."""
+    from experiments import evaluate
+
+    config = {"name": "niah", "tasks": [{"name": "ruler_niah_single", "ruler": {"lengths": [2048, 8192], "n": 3}}],
+              "readers": ["extractive"]}
+    result = evaluate(config, tmp_path / "run", report=False, progress=False)
+    preds = result.data.predictions
+    assert sorted(p.meta["length_bucket"] for p in preds) == [2048] * 3 + [8192] * 3
+    for p in preds:
+        (value,) = p.answers
+        assert p.prediction == f"One of the special magic numbers for {p.query.split(' for ')[1].split()[0]} is: {value}."
+        assert p.score == 1.0

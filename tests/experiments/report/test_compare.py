@@ -1,0 +1,81 @@
+"""``ctxcomp compare`` as a researcher iterates: runs that differ in one setting are paired arm by arm
+(``--match chunk_size=30:60``), a run's own axis too, and every matched row carries its difference of differences."""
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from core.errors import UserError
+from experiments.cli.app import app
+from experiments.report.compare import compare_runs
+
+DOD = "(B - full) - (A - full) [95% CI]"
+
+
+def _config(chunk_size) -> dict:
+    return {
+        "name": "compare",
+        "tasks": [{"name": "nq_multidoc", "synthetic": {"kind": "multidoc_qa", "n": 6, "num_docs": 5,
+                                                         "words_per_doc": 40}}],
+        "compressors": [
+            "full",
+            {"name": "truncate", "params": {"max_tokens": 60, "policy": "right"}},
+            {"name": "retrieval", "params": {"retriever": "bm25", "top_n": [1, 2], "unit": "chunk",
+                                             "chunk_size": chunk_size}},
+            {"name": "retrieval", "params": {"retriever": "bm25", "top_n": 1, "unit": "chunk", "order": "document",
+                                             "chunk_size": chunk_size}},
+        ],
+        "readers": ["extractive"],
+    }
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    from experiments import evaluate
+
+    root = tmp_path_factory.mktemp("compare")
+    for name, size in (("a", 30), ("b", 60), ("axis", [30, 60])):
+        evaluate(_config(size), root / name, report=False, progress=False)
+    return root
+
+
+def test_runs_that_differ_in_chunk_size_pair_every_arm_with_a_difference_of_differences(runs):
+    header, body, notes = compare_runs(runs / "a", runs / "b", {"chunk_size": "30:60"})
+    rows = {row[2]: dict(zip(header, row)) for row in body}
+    retrieval = [label for label in rows if label.startswith("retrieval")]
+    assert len(retrieval) == 3 and {"full", "truncate(60, right)"} <= set(rows)
+    assert not [n for n in notes if n.startswith("only in")]  # nothing left unmatched
+    for label in retrieval:
+        a_label, b_label = label.split(" : ")
+        assert "30x" in a_label and "60x" in b_label and a_label.replace("30x", "60x") == b_label
+        assert rows[label]["n common"] == "6" and rows[label][DOD]  # every matched row: paired Δ and the DoD
+        assert rows[label]["B - A [95% CI]"]
+    assert rows["full"][DOD] == ""  # full against full has no difference of differences
+
+
+def test_a_runs_own_axis_is_compared_without_comparing_a_cell_with_itself(runs):
+    header, body, notes = compare_runs(runs / "axis", runs / "axis", {"chunk_size": "30:60"})
+    labels = [row[2] for row in body]
+    assert len(labels) == 3 and all(" : " in label for label in labels)  # full and truncate are not rows
+    by_run = {row[2]: row for row in compare_runs(runs / "a", runs / "b", {"chunk_size": "30:60"})[1]}
+    for row in body:  # the same configs and examples as the two runs: the same numbers
+        assert row[3:] == by_run[row[2]][3:]
+
+
+def test_a_compressor_match_keeps_its_difference_of_differences(runs):
+    a = "retrieval(bm25, 30x1, order=score)"
+    b = "retrieval(bm25, 60x1, order=document)"
+    header, body, notes = compare_runs(runs / "a", runs / "b", {"compressor": f"{a}:{b}"})
+    (row,) = [dict(zip(header, r)) for r in body if r[2] == f"{a} : {b}"]
+    assert row[DOD] and row["n (diff of diffs)"] == "6"
+
+
+def test_an_unknown_setting_or_value_is_one_line_naming_what_exists(runs):
+    with pytest.raises(UserError, match="no arm of either run sets 'chunk_sise'"):
+        compare_runs(runs / "a", runs / "b", {"chunk_sise": "30:60"})
+    with pytest.raises(UserError, match=r"a chunk_size of A \(30\) and one of B \(60\)"):
+        compare_runs(runs / "a", runs / "b", {"chunk_size": "30:90"})
+    result = CliRunner().invoke(app, ["compare", str(runs / "a"), str(runs / "b"), "--match", "chunk_size=30:60",
+                                      "--plain"])
+    assert result.exit_code == 0, result.output
+    assert "retrieval(bm25, 30x2, order=score) : retrieval(bm25, 60x2, order=score)" in result.output
