@@ -83,6 +83,8 @@ def test_show_view_and_tables_say_where_the_readers_window_cut(cut_run):
     assert f"it saw {full['tokens_seen']} of the {full['tokens_out']} context tokens" in out
 
     meta, blocks = build_view(cut_run, contexts=load_contexts)
+    warnings = [text for topic, text in meta["summary"] if topic == "Warning"]  # the view opens with report.md's summary
+    assert len(warnings) == 1 and "reader tiny cuts the full context of task nq_multidoc" in warnings[0]
     rows = blocks[meta["tasks"][0]["block"]]["rows"]
     assert sorted(meta["cells"][r["c"]]["arm"] for r in rows if r.get("t")) == ["full"] * 4
     arms = [a for b in blocks.values() for a in b.get("arms", [])]
