@@ -73,6 +73,7 @@ from experiments.report.tradeoff import (
     noninferiority_table,
     order_table,
     paired_arms,
+    sequential_table,
     smallest_noninferior_table,
 )
 
@@ -430,6 +431,7 @@ def tradeoff_analysis(data: RunData) -> tuple[dict[str, Table], list[dict[str, A
         "frontier": frontier_table(panels(all_arms, items)),
         "noninferiority": noninferiority_table(rows, margin),
         "smallest_noninferior": smallest_noninferior_table(rows),
+        "sequential": sequential_table(data),
         "order": order_table(all_arms, items),
         "chunks": chunks_table(all_arms, items),
     }, rows

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from experiments.data.records import BUDGET_MARK, Prediction, budget_text
-from experiments.report.cells import Cell, RunData, noninferiority_vs, paired_vs, scores_interval
+from experiments.report.cells import Cell, RunData, format_n, noninferiority_vs, paired_vs, scores_interval
 from experiments.report.stats import (
     ALPHA,
     MIN_PAIRS,
@@ -383,3 +383,34 @@ def chunks_table(all_arms: Sequence[Arm], items: Items) -> Table:
                 row[6:] = [format_delta(ends[0]) or "", format_delta(ends[1]) or "", shape]
             body.append(row)
     return header, body
+
+
+def sequential_table(data: RunData) -> Table:
+    """The looks of a run that grew until each cell was decided (``ctxcomp run --until-decided``; its manifest's
+    ``sequential`` entry): per cell, the last look it was read at, its n and documents there, the studentized
+    statistic against the look's boundary, the repeated 95% interval and the decision (empty for a fixed-n run)."""
+    from experiments.data.provenance import read_manifest
+
+    state = read_manifest(data.run_dir).get("sequential") if (data.run_dir / "manifest.json").is_file() else None
+    if not state:
+        return [], []
+    label = {(c.task, c.config_hash): c for c in data.cells}
+    points = {p["config_hash"]: p for p in data.manifest.get("points", [])}
+    latest: dict[tuple[str, str], dict[str, Any]] = {}
+    for seen in state["looks"]:
+        for row in seen["cells"]:
+            latest[(row["task"], row["config_hash"])] = {**row, "look": seen["look"]}
+    header = ["task", "reader", "compressor", "budget", "looks", "n (docs) at the last look", "Z (not worse)",
+              "boundary", "Δ vs full [repeated 95% CI]", "decision"]
+    body = []
+    for key, row in latest.items():
+        cell = label.get(key)
+        budget = budget_text((points.get(key[1]) or {}).get("budget"))
+        interval = f"{row.get('delta', float('nan')):+.2f} [{_bound(row.get('lo', -np.inf))}, {_bound(row.get('hi', np.inf))}]"
+        body.append([key[0], cell.reader if cell else "", cell.compressor if cell else key[1], budget or "—",
+                     str(row["look"]), format_n(row.get("n", 0), row.get("n_clusters", 0)),
+                     f"{row.get('z_not_worse', float('nan')):+.2f}", f"{row.get('boundary', float('nan')):.2f}",
+                     interval, state["cells"].get(f"{key[0]}\x1f{key[1]}", {}).get("decision") or row["decision"] or
+                     "open"])
+    return header, body
+

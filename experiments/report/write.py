@@ -192,6 +192,7 @@ TITLES = {
     "frontier": "The Pareto frontier of tokens seen and score (per task and for the task average)",
     "noninferiority": "How much can go: non-inferiority against full",
     "smallest_noninferior": "The smallest non-inferior budget per compressor and task",
+    "sequential": "Decided as the run grew: the looks of a sequential run (`--until-decided`)",
     "order": "Document order minus score order at equal budgets, paired on the example (OP-RAG)",
     "chunks": "Chunks kept and score along each retrieval line (OP-RAG's inverted U)",
 }
@@ -205,11 +206,20 @@ NOTES = {
                   "interval wholly within 10 ms per example is below what a run's timing resolves: that budget is "
                   "neither, and a line where every budget is has no break-even to find. Model "
                   "tokens: every token the compressor's models and the reader read or wrote, mean per example.",
-    "noninferiority": "Verdict by the paired 95% interval of (row - full) in score points: its lower bound above "
-                      "-margin: not worse than full by more than the margin; its upper bound below -margin: worse; "
-                      "otherwise (or under 5 pairs) cannot tell at this n. p: one-sided sign-flip test of "
-                      "Δ <= -margin. Holm's adjustment runs over the family of every test in this table (each "
-                      "task × reader × compressed row against the full row of its task and reader).",
+    "noninferiority": "One test per row (docs/metrics.md): the one-sided sign-flip test, over documents, of "
+                      "Δ <= -margin at α = 0.025; the interval is the one that test inverts, so verdict, interval and "
+                      "p agree: not worse when p <= α (the lower bound above -margin), worse when the mirror test "
+                      "rejects (the upper bound below -margin), too few documents under 6, uninformative when full "
+                      "and the row both score 0 (or 100) everywhere, else cannot tell at this n. Holm's adjustment "
+                      "runs over the family of every test in this table (each task × reader × compressed row "
+                      "against the full row of its task and reader).",
+    "smallest_noninferior": "The fixed-sequence procedure: the largest budget is tested first, each at α, and the "
+                            "ladder goes down only while a budget is shown not worse; the family-wise error over a "
+                            "line's budgets stays at α.",
+    "sequential": "The run grew each task's sample until each cell was decided: after every step the undecided "
+                  "cells were tested against full with O'Brien-Fleming (or Pocock) alpha spending, so the repeated "
+                  "looks keep the error at α; Z is the studentized sign-flip statistic over documents, the interval "
+                  "the repeated confidence interval at the last look. A decided cell got no more examples.",
     "chunks": "The peak is the budget with the best score, picked after looking; an inverted U needs both "
               "differences to exclude 0.",
 }
@@ -222,7 +232,8 @@ CURVE_NOTE = ("Each k against the best k of its curve: the paired non-inferiorit
 SCORES_NOTE = (
     "Scores are 100 x the task's metric (named in each column; LongBench rounding). In parentheses: the "
     "difference to the full-context row of the same reader, paired over the examples both scored, with its "
-    "95% bootstrap interval (10,000 resamples); `*` marks an interval that excludes 0; `[reader cut N%]`: the "
+    "95% bootstrap interval (10,000 resamples of whole documents where questions share one); `*` marks an "
+    "interval that excludes 0 (never under 6 documents); `[reader cut N%]`: the "
     "reader's own window cut N% of the cell's prompts. Averages over tasks "
     "are paired on (task, example); an arm that ran on fewer tasks than the full-context row averages its own "
     "tasks (said in the cell), and its delta is paired on those tasks. n per cell, p-values (paired sign-flip test) and "
@@ -237,11 +248,25 @@ def _named(items: Sequence[str]) -> str:
 
 
 def error_control_statement(analysis: Analysis) -> str:
-    """The one sentence of the summary that says which error each verdict controls and what is adjusted for
-    multiplicity (issue 29 words it with the statistics; docs/metrics.md has the details)."""
-    return ("Each interval is a 95% interval and each verdict a test at its own level; only the non-inferiority "
-            "table adjusts for multiplicity (Holm, over its family), and the smallest non-inferior budget walks "
-            "each budget ladder by the fixed-sequence rule.")
+    """The sentence of the summary that says which error each verdict controls, over which family, and how many
+    verdicts survive the family's adjustment (docs/metrics.md, "How much can go")."""
+    from experiments.report.stats import ALPHA, NOT_WORSE
+
+    text = ("Each interval is a 95% interval over documents (examples that share one move together) and each "
+            f"verdict a one-sided test at α = {ALPHA:g} of its own cell, so a grid of many cells holds false verdicts "
+            "at that rate per cell")
+    rows = analysis.noninferiority
+    tested = [r for r in rows if r["p"] == r["p"]]
+    if tested:
+        survive = sum(1 for r in tested if r["verdict"] == NOT_WORSE and r["p_holm"] <= ALPHA)
+        shown = sum(1 for r in tested if r["verdict"] == NOT_WORSE)
+        text += (f"; over the family of all {len(tested)} non-inferiority tests, Holm's adjustment controls the "
+                 f"family-wise error at {ALPHA:g}: {survive} of the {shown} 'not worse' verdicts survive it")
+    sequential = analysis.tables.get("sequential", ([], []))[1]
+    if sequential:
+        text += ("; a sequential run's decisions keep α per cell across its repeated looks (alpha spending)")
+    return text + ("; the smallest non-inferior budget controls the family-wise error over each compressor's "
+                   "budgets (the fixed-sequence procedure).")
 
 
 def summary_lines(data: RunData, analysis: Analysis) -> list[tuple[str, str]]:

@@ -184,3 +184,14 @@ def test_the_cli_grows_a_run_and_resume_continues_it(tmp_path):
     assert again.exit_code == 0 and load_state(run)["looks"] == state["looks"]
     wrong = CliRunner().invoke(app, ["run", str(config), "--out", str(tmp_path / "x"), "--max-n", "5"])
     assert wrong.exit_code == 2 and "--until-decided" in wrong.output
+
+
+def test_the_report_of_a_grown_run_shows_its_looks_and_what_error_is_controlled(grown):
+    from experiments.report.write import write_report
+
+    md, _ = write_report(grown.run_dir, plots=False)
+    assert "Decided as the run grew" in md and "repeated 95% CI" in md
+    assert "keep α per cell across its repeated looks" in md
+    assert "Holm's adjustment controls the family-wise error" in md
+    rows = (grown.run_dir / "tables" / "sequential.csv").read_text().splitlines()
+    assert len(rows) == 1 + len(grown.state["cells"])

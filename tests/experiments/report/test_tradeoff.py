@@ -198,6 +198,7 @@ def test_the_holm_family_is_every_test_of_the_run_and_the_report_names_it(tmp_pa
     assert {row[7] for row in body} == {NOT_WORSE}  # identical scores: Δ = 0 with a zero-width interval
     md, _ = write_report(tmp_path / "run", plots=False)
     assert "over the family of every test in this table" in md
+    assert "over the family of all 3 non-inferiority tests, Holm's adjustment controls the family-wise error" in md
     # the fixed-sequence procedure down the ladder, largest budget first
     assert "| qa | r | summarize(longbench:1000) | 1024, 512, 256 | 256 | every budget passed |" in md
 
