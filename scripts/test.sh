@@ -35,6 +35,7 @@ lowest_stamp="$lowest/.ctxcomp-$(cat pyproject.toml | cksum | cut -d' ' -f1)-$(e
 if [ ! -f "$lowest_stamp" ]; then
     rm -rf "$lowest"
     "${PYTHON:-$(command -v python3.11 || command -v python3)}" -m venv "$lowest"
+    "$lowest/bin/python" -m pip install --quiet --upgrade pip  # the venv's own pip fails to resolve the project
     "$lowest/bin/python" -m pip install --quiet "torch==2.13.0"
     # shellcheck disable=SC2086
     "$lowest/bin/python" -m pip install --quiet -e . pytest pytest-xdist $lowest_pins
