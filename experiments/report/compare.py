@@ -34,7 +34,7 @@ from typing import Any
 from core.errors import UserError
 from experiments.data.provenance import run_version_warnings
 from experiments.data.records import budget_text
-from experiments.report.cells import Cell, RunData, load_run, paired_vs
+from experiments.report.cells import Cell, RunData, cluster_keys, format_n, load_run, paired_vs
 from experiments.report.stats import MIN_PAIRS, PairedDelta, format_delta, paired_delta
 
 FIELDS = ("task", "reader", "compressor")
@@ -151,7 +151,9 @@ def _difference_of_differences(a: RunData, b: RunData, ca: Cell, cb: Cell, fa: C
     d_a = [cells[1][i] - cells[0][i] for i in ids]
     d_b = [cells[3][i] - cells[2][i] for i in ids]
     zeros = [0.0] * len(ids)
-    return paired_delta(zeros, d_a), paired_delta(zeros, d_b), paired_delta(d_a, d_b)
+    clusters = cluster_keys(ids, *cells)  # questions on one document move together in every difference
+    return (paired_delta(zeros, d_a, clusters=clusters), paired_delta(zeros, d_b, clusters=clusters),
+            paired_delta(d_a, d_b, clusters=clusters))
 
 
 def _name(side: Side, key: Key) -> str:
@@ -185,11 +187,12 @@ def compare_runs(run_a: str | Path, run_b: str | Path,
         label = [key[0], f"{readers[0]} : {readers[1]}" if readers else key[1],
                  a.labels[key] if a.labels[key] == b.labels[key] else f"{a.labels[key]} : {b.labels[key]}"]
         row = [*label, _mean([items_a[i] for i in ids]), _mean([items_b[i] for i in ids]), _fmt(pd),
-               f"{pd.p_value:.3f}" if pd.n >= MIN_PAIRS else "", str(len(ids)), str(len(items_a)), str(len(items_b))]
+               f"{pd.p_value:.3f}" if pd.n >= MIN_PAIRS else "", format_n(len(ids), pd.clusters),
+               str(len(items_a)), str(len(items_b))]
         dod = _difference_of_differences(da, db, ca, cb, _full(da, ca.task, ca.reader), _full(db, cb.task, cb.reader))
         row += ["", "", "", "", ""] if dod is None else [
             _fmt(dod[0]), _fmt(dod[1]), _fmt(dod[2]), f"{dod[2].p_value:.3f}" if dod[2].n >= MIN_PAIRS else "",
-            str(dod[2].n)]
+            format_n(dod[2].n, dod[2].clusters)]
         body.append(row)
         if set(items_a) != set(items_b):
             notes.append(f"{' | '.join(label)}: A scored {len(items_a)} example(s), B {len(items_b)}, {len(ids)} in "

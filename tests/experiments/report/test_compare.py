@@ -79,3 +79,35 @@ def test_an_unknown_setting_or_value_is_one_line_naming_what_exists(runs):
                                       "--plain"])
     assert result.exit_code == 0, result.output
     assert "retrieval(bm25, 30x2, order=score) : retrieval(bm25, 60x2, order=score)" in result.output
+
+
+def test_compare_pairs_over_documents_where_questions_share_them(tmp_path):
+    """Two runs of 24 questions on 8 documents: B - A and the difference of differences are the clustered
+    paired deltas, and n says how many documents they rest on."""
+    import numpy as np
+
+    from experiments.data.records import Prediction
+    from experiments.report.stats import paired_delta
+    from tests.experiments.report.test_tradeoff import point, write_run
+
+    rng = np.random.default_rng(4)
+    ids = [f"q{i:02d}" for i in range(24)]
+    docs = [f"doc{i // 3}" for i in range(24)]
+    scores = {name: rng.integers(0, 2, 24).astype(float) for name in ("fa", "ca", "fb", "cb")}
+
+    def run(name, full, arm):
+        preds = [Prediction(task="t", id=i, config_hash=h, compressor=label, compressor_kind=kind, reader="r",
+                            prediction="", metric="qa_f1", score=float(v[k]), cluster=docs[k])
+                 for h, label, kind, v in (("F", "full", "full", full), ("C", "truncate", "truncate", arm))
+                 for k, i in enumerate(ids)]
+        write_run(tmp_path / name, preds, [point("F", "full"), point("C", "truncate")])
+
+    run("a", scores["fa"], scores["ca"])
+    run("b", scores["fb"], scores["cb"])
+    header, body, _ = compare_runs(tmp_path / "a", tmp_path / "b")
+    row = dict(zip(header, next(r for r in body if r[2] == "truncate")))
+    assert row["n common"] == "24 (8 docs)" and row["n (diff of diffs)"] == "24 (8 docs)"
+    b_minus_a = paired_delta(scores["ca"], scores["cb"], clusters=docs)
+    assert row["B - A [95% CI]"].startswith(f"{b_minus_a.delta:+.2f} [{b_minus_a.lo:+.2f}, {b_minus_a.hi:+.2f}]")
+    dod = paired_delta(scores["ca"] - scores["fa"], scores["cb"] - scores["fb"], clusters=docs)
+    assert row[DOD].startswith(f"{dod.delta:+.2f} [{dod.lo:+.2f}, {dod.hi:+.2f}]")
