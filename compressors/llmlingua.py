@@ -24,13 +24,26 @@ Why an adapter around ``llmlingua.PromptCompressor`` (version 0.2.2):
 
 The LM's tokenizer must round-trip text (``decode(encode(x)) == x``, as byte
 BPE tokenizers do): llmlingua asserts it where the question meets the context.
+
+Scored once: the document ranking (one LM pass per document, conditioned on the question) does not depend on
+the budget or on the reader, so :class:`RankingCache` keeps it per (scoring LM, versions, documents, question)
+and every budget and reader of a grid re-uses it; the token-level pass conditions on what was kept so far and
+runs per budget.  A slice of a longer pass is not bitwise the pass over the slice (the attention kernel splits
+by sequence length), so nothing of the token-level pass is shared: outputs are byte for byte those of llmlingua
+alone (``use_cache=False``).
 """
 from __future__ import annotations
 
+import functools
+import hashlib
 import importlib.util
+import json
 import re
 import threading
 import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -38,10 +51,13 @@ from pydantic import Field, PositiveInt
 
 from compressors.base import BudgetSupport, CompressedContext, Compressible, CompressionError, Compressor, ModelWork
 from compressors.retrieval import split_context
+from core.caches import LEDGER, open_store
 from core.checks import Nested
 from core.errors import ParamError, UserError
+from core.paths import cache_root
 from core.progress import progress_note
 from core.registry import ComponentSpec, SpecLike
+from core.versions import versions_tag
 from indexes.chunking import CHUNKERS, make_chunker
 from indexes.types import render_passage
 from readers.base import Tokenizer
@@ -78,6 +94,111 @@ def _load(model: str, device: str, dtype: str) -> tuple[Any, Any]:
         return _models[key]
 
 
+CACHE_NAME = "llmlingua"
+# the libraries whose arithmetic decides the ranking's scores, named in every ranking key
+SCORER_PACKAGES = ("llmlingua", "torch", "transformers")
+MEMO_SIZE = 4096  # rankings kept in memory (a few hundred bytes each); the disk keeps every one
+
+
+def ranking_key(scorer: str, documents: Sequence[str], question: str, rank_method: str, condition: str) -> str:
+    """The cache key of one document ranking: the scoring LM (:meth:`LLMLinguaCompressor.scorer`, which names
+    its versions), llmlingua's ranking settings, the question and the documents, hashed."""
+    payload = [scorer, rank_method, condition, question, list(documents)]
+    return hashlib.sha256(json.dumps(payload, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class RankingLookup:
+    """One ranking as ``get_rank_results`` returns it, ``(document index, score)`` best first, and where it came
+    from: ``cached`` (memo or disk), ``seconds`` the LM time it took when it was made, ``lookup_s`` the time this
+    lookup took (the fetch on a hit, the scoring on a miss)."""
+
+    order: tuple[tuple[int, float], ...]
+    cached: bool
+    seconds: float
+    lookup_s: float
+
+
+class RankingCache:
+    """LongLLMLingua's question-conditioned document rankings, computed once per key (:func:`ranking_key`).
+
+    An in-process memo in front of a ``diskcache`` store (SQLite, atomic writes: a killed run leaves no torn
+    entry, and several processes may share it) under ``$CTXCOMP_CACHE_DIR/llmlingua``.  An entry is JSON, the
+    ranking and its LM seconds; one that does not rank exactly the documents asked about is scored again and
+    overwritten.  ``hits`` / ``misses`` count lookups.
+    """
+
+    def __init__(self, directory: str | Path | None = None) -> None:
+        self.directory = Path(directory) if directory is not None else cache_root() / CACHE_NAME
+        self._store = open_store(self.directory, "LongLLMLingua ranking")
+        self._memo: OrderedDict[str, tuple[tuple[tuple[int, float], ...], float]] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = self.misses = 0
+
+    def lookup(self, key: str, n_documents: int, score: Callable[[], Sequence[tuple[int, Any]]]) -> RankingLookup:
+        """The ranking under ``key``, from the memo, else the disk, else ``score()`` (stored in both)."""
+        LEDGER.note(CACHE_NAME, self.directory, [key])
+        start = time.perf_counter()
+        found = self._memo_get(key) or self._disk_get(key, n_documents)
+        if found is not None:
+            self.hits += 1
+            return RankingLookup(found[0], True, found[1], time.perf_counter() - start)
+        self.misses += 1
+        start = time.perf_counter()
+        order = tuple((int(i), float(s)) for i, s in score())
+        seconds = time.perf_counter() - start
+        self._store.set(key, json.dumps({"order": order, "seconds": seconds}))
+        self._memo_put(key, (order, seconds))
+        return RankingLookup(order, False, seconds, seconds)
+
+    def _memo_get(self, key: str) -> tuple[tuple[tuple[int, float], ...], float] | None:
+        with self._lock:
+            found = self._memo.get(key)
+            if found is not None:
+                self._memo.move_to_end(key)
+            return found
+
+    def _memo_put(self, key: str, value: tuple[tuple[tuple[int, float], ...], float]) -> None:
+        with self._lock:
+            self._memo[key] = value
+            while len(self._memo) > MEMO_SIZE:
+                self._memo.popitem(last=False)
+
+    def _disk_get(self, key: str, n_documents: int) -> tuple[tuple[tuple[int, float], ...], float] | None:
+        raw = self._store.get(key)
+        if raw is None:
+            return None
+        try:
+            entry = json.loads(raw)
+            order = tuple((int(i), float(s)) for i, s in entry["order"])
+            seconds = float(entry["seconds"])
+        except (ValueError, TypeError, KeyError):
+            return None
+        if sorted(i for i, _ in order) != list(range(n_documents)):
+            return None
+        self._memo_put(key, (order, seconds))
+        return order, seconds
+
+    def __len__(self) -> int:
+        return len(self._store)
+
+    def close(self) -> None:
+        self._store.close()
+
+
+_rankings: dict[Path, RankingCache] = {}
+
+
+def shared_ranking_cache() -> RankingCache:
+    """One ranking cache per cache directory, shared by every llmlingua compressor of the process (a grid builds
+    one per budget and reader, and they must share it)."""
+    directory = cache_root() / CACHE_NAME
+    with _models_lock:
+        if directory not in _rankings:
+            _rankings[directory] = RankingCache(directory)
+        return _rankings[directory]
+
+
 class _PairCacheModel:
     """Calls a causal LM with the (key, value)-pair cache format llmlingua 0.2.2 was written for."""
 
@@ -97,16 +218,44 @@ class _PairCacheModel:
         return out
 
 
-def _prompt_compressor(model: Any, tokenizer: Any, device: str, counter: Tokenizer) -> Any:
-    """A ``PromptCompressor`` in the state its ``__init__`` and ``load_model`` leave it, minus the download."""
+@functools.cache
+def _ranking_once_class() -> type:
+    """``PromptCompressor`` whose document ranking goes through a :class:`RankingCache` (``rankings``; None: as
+    llmlingua alone); everything else, the token-level pass included, is llmlingua's own code."""
     from llmlingua import PromptCompressor
 
-    pc = PromptCompressor.__new__(PromptCompressor)
+    class RankingOnceCompressor(PromptCompressor):
+        rankings: RankingCache | None = None
+        scorer = ""
+        last_ranking: RankingLookup | None = None  # the lookup of the latest call, for its ModelWork
+
+        def get_rank_results(self, context: list, question: str, rank_method: str, condition_in_question: str,
+                             context_tokens_length: list) -> list:
+            def score() -> list:
+                return PromptCompressor.get_rank_results(self, context, question, rank_method, condition_in_question,
+                                                         context_tokens_length)
+
+            if self.rankings is None:
+                return score()
+            key = ranking_key(self.scorer, context, question, rank_method, condition_in_question)
+            self.last_ranking = self.rankings.lookup(key, len(context), score)
+            return list(self.last_ranking.order)  # control_context_budget reads the indices only
+
+    return RankingOnceCompressor
+
+
+def _prompt_compressor(model: Any, tokenizer: Any, device: str, counter: Tokenizer, scorer: str,
+                       rankings: RankingCache | None) -> Any:
+    """A ``PromptCompressor`` in the state its ``__init__`` and ``load_model`` leave it, minus the download, that
+    ranks documents through ``rankings`` under the name ``scorer``."""
+    cls = _ranking_once_class()
+    pc = cls.__new__(cls)
     pc.__dict__.update(
         model_name=str(getattr(model, "name_or_path", "")), use_llmlingua2=False, retrieval_model=None,
         retrieval_model_name=None, open_api_config={}, cache_bos_num=10, prefix_bos_num=100,
         oai_tokenizer=counter, tokenizer=tokenizer, model=_PairCacheModel(model), device=device,
         context_idxs=[], max_position_embeddings=model.config.max_position_embeddings,
+        scorer=scorer, rankings=rankings,
     )
     return pc
 
@@ -136,6 +285,10 @@ class LLMLinguaCompressor(Compressor):
     dynamic_ratio: how much more the worse-ranked documents are pruned (0.3).
     context_budget: slack of the document-level filter, an operator and a
         number applied to the LM-token target ("+100", "*1.2").
+    use_cache: rank the documents once per (LM, documents, question) and
+        re-use the ranking for every budget and reader (:class:`RankingCache`;
+        outputs are the same either way); False ranks afresh on every call,
+        as llmlingua alone does.
     """
 
     nested = {"chunker": Nested(CHUNKERS, injected=("size", "overlap"))}
@@ -154,6 +307,7 @@ class LLMLinguaCompressor(Compressor):
         reorder: Literal["sort", "original", "two_stage"] = "sort",
         dynamic_ratio: Annotated[float, Field(ge=0, le=1)] = 0.3,
         context_budget: Annotated[str, Field(pattern=CONTEXT_BUDGET.pattern)] = "+100",
+        use_cache: bool = True,
         tokenizer: Tokenizer | None = None,
     ) -> None:
         super().__init__(tokenizer)
@@ -169,6 +323,7 @@ class LLMLinguaCompressor(Compressor):
         self.device, self.dtype = device, dtype
         self.chunk_size = chunk_size
         self.reorder, self.dynamic_ratio, self.context_budget = reorder, float(dynamic_ratio), context_budget
+        self.use_cache = use_cache
         self._chunker_spec = ComponentSpec.parse(chunker, "llmlingua: chunker")
         self._chunker = make_chunker(self._chunker_spec, chunk_size)
         self._compressor: Any = None
@@ -204,8 +359,21 @@ class LLMLinguaCompressor(Compressor):
                 path = self.model
             device = resolve_device(self.device)
             lm, lm_tokenizer = _load(path, device, self.dtype)
-            self._compressor = _prompt_compressor(lm, lm_tokenizer, device, self.tokenizer)
+            rankings = shared_ranking_cache() if self.use_cache else None
+            self._compressor = _prompt_compressor(lm, lm_tokenizer, device, self.tokenizer, self.scorer(lm), rankings)
         return self._compressor
+
+    def scorer(self, lm: Any) -> str:
+        """What decides the LM's scores, for the ranking cache's key: the model (the packaged SmolLM2 by its file,
+        so a key carries across machines; else the ``model`` given), its dtype, the device kind, the versions of
+        llmlingua, torch and transformers."""
+        if self.model is None:
+            from readers.smollm2 import GGUF_NAME
+
+            name = f"smollm2:{GGUF_NAME}"
+        else:
+            name = self.model
+        return f"{name}|{lm.dtype}|{lm.device.type}|{versions_tag(SCORER_PACKAGES, own=False)}"
 
     def warm_up(self) -> None:
         with self._lock:
@@ -254,9 +422,11 @@ class LLMLinguaCompressor(Compressor):
             start = time.perf_counter()
             lm_tokens = sum(pc.get_token_length(d, add_special_tokens=False) for d in documents)
             target_lm = max(1, round(share * lm_tokens))
+            pc.last_ranking = None  # a single document is not ranked
             text, result = self._run(pc, item, documents, target_lm)
             elapsed = time.perf_counter() - start
             ranking = [int(i) for i in pc.context_idxs[-1]] if pc.context_idxs else []
+            lookup: RankingLookup | None = pc.last_ranking
             lm_tokens_out = pc.get_token_length(text, add_special_tokens=False)
         tokens_out = self.count_tokens(text)
         trace = {
@@ -270,7 +440,14 @@ class LLMLinguaCompressor(Compressor):
             "lm_target_tokens": target_lm,
             "llmlingua": {k: result[k] for k in ("origin_tokens", "compressed_tokens", "ratio", "rate") if k in result},
         }
+        if lookup is not None:
+            trace["ranking_cached"] = lookup.cached
         if target is not None:
             trace["over_budget"] = tokens_out > target
+        # a ranking the cache served counts at the LM time it took when made, so an arm's cost does not depend
+        # on which budget or reader happened to run first
+        recorded, served = (lookup.seconds, lookup.lookup_s) if lookup is not None and lookup.cached else (0.0, 0.0)
+        work = ModelWork(calls=1, tokens_in=lm_tokens, model_s=elapsed - served + recorded, cached_model_s=recorded,
+                         served_s=served)
         return CompressedContext(text=text, tokens_in=tokens_in, tokens_out=tokens_out, trace=trace, budget=budget,
-                                 work=ModelWork(calls=1, tokens_in=lm_tokens, model_s=elapsed))
+                                 work=work)

@@ -183,3 +183,136 @@ def test_a_budget_sets_the_target_and_an_overshoot_is_recorded_not_cut(tiny_lm, 
     assert comp.compress(item, 5).over_budget  # five characters cannot hold what llmlingua keeps
     whole = comp.compress(item, len(CONTEXT) + 10)  # the documents joined by blank lines are a little longer
     assert whole.text == CONTEXT and not whole.over_budget and whole.work.calls == 0
+
+
+# -- the ranking, scored once ----------------------------------------------------------------------------------------
+
+# ten titled documents of two or three sentences: budgets below keep from one to most of them
+DOCUMENTS = tuple(Passage(" ".join(SENTENCES[(i + j) % 4] for j in range(2 + i % 2)), title=f"Doc {i}") for i in range(10))
+BUDGETS = (60, 150, 300, 600)  # characters (CharTokenizer); about 2,300 of them in all
+WORD_BUDGETS = (15, 40, 80, 160)  # words (WordTokenizer); about 400 in all
+
+
+def documents_item(make_item):
+    context = "\n\n".join(f"{p.title}\n{p.text}" for p in DOCUMENTS)
+    return make_item(context, QUESTION, passages=DOCUMENTS)
+
+
+class ForwardCounter:
+    """Counts the LM's forward passes and the tokens fed to them (a hook on the torch module itself)."""
+
+    def __init__(self, comp):
+        self.calls = self.tokens = 0
+        lm = comp._prompt_compressor().model.model  # the transformers model inside _PairCacheModel
+        self._handle = lm.register_forward_pre_hook(self._count, with_kwargs=True)
+
+    def _count(self, module, args, kwargs):
+        ids = args[0] if args else kwargs["input_ids"]
+        self.calls += 1
+        self.tokens += int(ids.shape[1])
+
+    def close(self):
+        self._handle.remove()
+
+
+def compress_counted(comp, item, budget):
+    """(output, forward passes, tokens fed) of one call."""
+    counter = ForwardCounter(comp)
+    try:
+        out = comp.compress(item, budget)
+    finally:
+        counter.close()
+    return out, counter.calls, counter.tokens
+
+
+def comparable(out):
+    """Everything a call returns except timings and where its ranking came from."""
+    trace = {k: v for k, v in out.trace.items() if k != "ranking_cached"}
+    return out.text, out.tokens_in, out.tokens_out, out.budget, trace, out.work.calls, out.work.tokens_in
+
+
+@pytest.fixture
+def own_cache(tmp_path, monkeypatch):
+    """A cache folder of this test's own, and no ranking cache held in memory from an earlier test."""
+    import compressors.llmlingua as module
+
+    monkeypatch.setenv("CTXCOMP_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(module, "_rankings", {})
+    return tmp_path
+
+
+def test_every_budget_and_reader_reuses_one_ranking_and_the_outputs_are_byte_identical(tiny_lm, make_item, own_cache):
+    from readers.tokenizers import WordTokenizer
+
+    item = documents_item(make_item)
+    grid = [(counter, budget) for counter, budgets in ((CharTokenizer(), BUDGETS), (WordTokenizer(), WORD_BUDGETS))
+            for budget in budgets]
+
+    def run(use_cache):  # one compressor per (reader, budget), as a run's grid builds them
+        outs = []
+        for counter, budget in grid:
+            comp = make_compressor({"name": "llmlingua", "params": {"model": tiny_lm, "device": "cpu", "chunk_size": 40,
+                                                                     "use_cache": use_cache}}, tokenizer=counter)
+            outs.append(compress_counted(comp, item, budget))
+        return outs
+
+    uncached, cached = run(False), run(True)
+    # llmlingua alone, byte for byte: text, counts and trace, for every budget and both tokenizations
+    assert [comparable(o) for o, _, _ in cached] == [comparable(o) for o, _, _ in uncached]
+    assert len({o.text for o, _, _ in uncached}) >= 6  # the budgets keep different amounts
+    assert all(o.trace["n_documents"] == len(DOCUMENTS) for o, _, _ in cached)
+    # the first call scores the ranking; no later call makes a ranking pass: one LM pass per document fewer than
+    # llmlingua alone, and the same number of tokens fewer (each document with the question) every time
+    assert cached[0][1:] == uncached[0][1:]
+    assert [u[1] - c[1] for u, c in zip(uncached[1:], cached[1:])] == [len(DOCUMENTS)] * (len(grid) - 1)
+    saved = {u[2] - c[2] for u, c in zip(uncached[1:], cached[1:])}
+    assert len(saved) == 1 and saved.pop() > cached[0][0].trace["lm_tokens_in"]  # every document, and more
+    assert [o.trace["ranking_cached"] for o, _, _ in cached] == [False] + [True] * (len(grid) - 1)
+    # a served ranking counts at the LM time it took when it was scored, not at its near-zero fetch
+    first = cached[0][0].work
+    assert first.cached_model_s == 0 and all(o.work.cached_model_s > 0 for o, _, _ in cached[1:])
+    assert len({o.work.cached_model_s for o, _, _ in cached[1:]}) == 1
+
+
+def test_a_new_process_reads_the_ranking_from_disk(tiny_lm, make_item, own_cache):
+    import compressors.llmlingua as module
+
+    item = documents_item(make_item)
+    scored, calls, _ = compress_counted(compressor(tiny_lm), item, BUDGETS[1])
+    assert not scored.trace["ranking_cached"]
+    module._rankings.clear()  # what a new process starts with; the disk entry stays
+    comp = compressor(tiny_lm)
+    again, calls_again, _ = compress_counted(comp, item, BUDGETS[1])
+    assert comparable(again) == comparable(scored) and again.trace["ranking_cached"]
+    assert calls - calls_again == len(DOCUMENTS)
+    assert module.shared_ranking_cache().hits == 1 and len(module.shared_ranking_cache()) == 1
+
+
+def test_another_lm_or_llmlingua_version_ranks_afresh(tiny_lm, make_item, own_cache, tmp_path_factory, monkeypatch):
+    import core.versions
+
+    item = documents_item(make_item)
+    assert not compressor(tiny_lm).compress(item, BUDGETS[0]).trace["ranking_cached"]
+    assert compressor(tiny_lm).compress(item, BUDGETS[0]).trace["ranking_cached"]
+    other_lm = build_tiny_lm(tmp_path_factory.mktemp("other-tiny-lm"), SENTENCES)
+    assert not compressor(other_lm).compress(item, BUDGETS[0]).trace["ranking_cached"]
+    real = core.versions.package_version
+    monkeypatch.setattr(core.versions, "package_version", lambda d: "9.9.9" if d == "llmlingua" else real(d))
+    assert not compressor(tiny_lm).compress(item, BUDGETS[0]).trace["ranking_cached"]
+
+
+@pytest.mark.parametrize("entry", ['{"order": [[0, 1.5]], "seconds": 0.1}', "not json", '{"seconds": 1}'])
+def test_an_entry_that_does_not_rank_these_documents_is_scored_again(tiny_lm, make_item, own_cache, entry):
+    import compressors.llmlingua as module
+
+    item = documents_item(make_item)
+    scored = compressor(tiny_lm).compress(item, BUDGETS[2])
+    cache = module.shared_ranking_cache()
+    (key,) = list(cache._store.iterkeys())
+    cache._store.set(key, entry)
+    module._rankings.clear()
+    again = compressor(tiny_lm).compress(item, BUDGETS[2])
+    assert comparable(again) == comparable(scored) and not again.trace["ranking_cached"]
+    assert module.shared_ranking_cache().misses == 1  # and the entry is whole again
+    module._rankings.clear()
+    assert compressor(tiny_lm).compress(item, BUDGETS[2]).trace["ranking_cached"]
