@@ -133,8 +133,8 @@ class SmolLM2Reader(HFReader):
     """SmolLM2-135M-Instruct from the packaged GGUF file; the reader every offline run can use.
 
     ``backend='transformers'`` (the dequantized weights, ``dtype`` float32 on a CPU unless asked otherwise;
-    batched; ``prefill_apart=False`` prefills a padded batch together, the slower way it was read before
-    (outputs are equal)) or ``'llama_cpp'`` (the GGUF's own Q4_1 weights; ``n_threads``).  The backend and dtype are
+    batched as ``HFReader`` batches by default on the device: 4 prompts each prefilled alone on a CPU, token-sized
+    padded batches on a GPU; ``prefill_apart=False`` prefills a padded batch together (outputs are equal)) or ``'llama_cpp'`` (the GGUF's own Q4_1 weights; ``n_threads``).  The backend and dtype are
     part of ``identity``: different arithmetic gives different greedy outputs, so they never share a cache.
     """
 
@@ -146,10 +146,11 @@ class SmolLM2Reader(HFReader):
         chat: bool | None = None,
         device: str = "auto",
         dtype: Any = "auto",
-        batch_size: PositiveInt = 4,
+        batch_size: PositiveInt | None = None,
         backend: Literal["transformers", "llama_cpp"] = "transformers",
         n_threads: PositiveInt | None = None,
-        prefill_apart: bool = True,
+        prefill_apart: bool | None = None,
+        batch_tokens: PositiveInt | None = None,
     ) -> None:
         self.backend = backend
         gguf = gguf_path()
@@ -163,7 +164,8 @@ class SmolLM2Reader(HFReader):
         else:
             folder, self.loaded_from_cache = converted_dir(gguf)
             super().__init__(str(folder), max_context=max_context, truncation=truncation, chat=chat, device=device,
-                             dtype=dtype, batch_size=batch_size, prefill_apart=prefill_apart)
+                             dtype=dtype, batch_size=batch_size, prefill_apart=prefill_apart,
+                             batch_tokens=batch_tokens)
         self.load_s = time.perf_counter() - start
 
     @classmethod
