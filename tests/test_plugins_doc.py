@@ -116,3 +116,26 @@ def test_import_from_the_working_directory_leaves_sys_path_alone_when_nothing_is
     (tmp_path / "needs_dep.py").write_text("import nosuchdependency_xyz\nclass X: pass\n")
     with pytest.raises(PluginError, match="was found, but importing it failed: No module named 'nosuchdependency_xyz'"):
         import_target("needs_dep:X", "thing 'x'")
+
+
+def test_list_config_names_task_files_and_nested_plugins_but_not_builtins(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from experiments.cli.app import app
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "short.yaml").write_text("name: short\nfamily: longbench\ncategory: single-doc qa\nlang: en\n"
+                                         "metric: qa_f1\nmax_new_tokens: 8\nprompt: \"{context}\\nQ: {input}\\nA:\"\n")
+    (tmp_path / "picky.py").write_text(BAD_PLUGINS.read_text())
+    (tmp_path / "c.yaml").write_text(
+        f"name: l\ntasks: [{{name: ./short.yaml, path: {REPO / 'tests/reliability/bad_inputs/good.jsonl'}}}]\n"
+        "compressors: [full, {name: retrieval, params: {retriever: {name: 'picky:Picky', params: {depth: 2}}}}]\n"
+        "readers: [extractive]\n")
+    got = CliRunner().invoke(app, ["list", "--config", "c.yaml", "--plain"])
+    assert got.exit_code == 0, got.output
+    rows = [line for line in got.output.splitlines() if line.startswith("| ") and "---" not in line][1:]
+    assert len(rows) == 2, rows
+    assert rows[0].startswith("| task | ./short.yaml | task './short.yaml' | longbench, single-doc qa, metric=qa_f1 |")
+    assert rows[0].endswith(f"| {tmp_path / 'short.yaml'} |")
+    assert rows[1].startswith("| retriever | picky:Picky | compressor 'retrieval' / retriever 'picky:Picky' |")
+    assert rows[1].endswith(f"| depth=1 | {tmp_path / 'picky.py'} |")

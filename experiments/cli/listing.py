@@ -79,10 +79,11 @@ def config_plugins(path: Path) -> list[list[str]]:
     config = load_config(path)
     found: dict[tuple[str, str], list[str]] = {}
 
-    def note(kind: str, name: str, where: str, target: Any) -> None:
+    def note(kind: str, name: str, where: str, target: Any, about: str = "", source: Any = None) -> None:
         if (kind, name) not in found:
-            source = inspect.getsourcefile(target) if inspect.isclass(target) or inspect.isfunction(target) else None
-            found[(kind, name)] = [kind, name, where, _first_line(getattr(target, "__doc__", None)),
+            if source is None and (inspect.isclass(target) or inspect.isfunction(target)):
+                source = inspect.getsourcefile(target)
+            found[(kind, name)] = [kind, name, where, about or _first_line(getattr(target, "__doc__", None)),
                                    _params(target), str(source or "")]
 
     def sections(registry: Any, spec: Any, where: str) -> None:
@@ -93,7 +94,9 @@ def config_plugins(path: Path) -> list[list[str]]:
     for task in config.tasks:
         where = f"task {task.key!r}"
         if task.name.endswith((".yaml", ".yml")) or ":" in task.name or (task.name in TASKS and TASKS.is_plugin(task.name)):
-            note("task", task.name, where, task_spec(task))
+            spec = task_spec(task)
+            note("task", task.name, where, spec, f"{spec.family}, {spec.category}, metric={spec.metric}",
+                 Path(task.name).resolve() if task.name.endswith((".yaml", ".yml")) else None)
         metric = getattr(task, "metric", None) or task_spec(task).metric
         if metric in METRICS and METRICS.is_plugin(metric) or ":" in metric:
             note("metric", metric, where, METRICS.get(metric))
