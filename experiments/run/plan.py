@@ -349,45 +349,75 @@ class _Shards:
         return LongestFirst(self.count).index(chunks)
 
 
+BOUND_SAMPLE = 32  # a bound is computed on at most this many examples of a (task, grid point), then scaled
+
+
 class _Counter:
-    """A reader's tokenizer that encodes each distinct text once: contexts and chunks recur across grid points,
-    and the compressors built here count with it too.  Calling it counts a text's tokens (LongBench words
-    counted without making ids); :meth:`count_all` counts many texts in one batch of a fast tokenizer."""
+    """A reader's tokenizer that counts each distinct text once: contexts and chunks recur across grid points,
+    and the compressors built here count with it too.  ``encode`` gives ids whose length is known at once and
+    which are made only when read (a compressor that only counts never makes them; LongBench words are counted
+    by a regular expression); :meth:`count_all` counts many texts in one batch of a fast tokenizer."""
 
     def __init__(self, sizing: ReaderSizing) -> None:
         self.tokenizer = sizing.tokenizer
         self.words = isinstance(sizing.tokenizer, WordTokenizer)
         self.batch = getattr(sizing.tokenizer, "encode_all", None)
-        self.ids: dict[str, list[int]] = {}
         self.counts: dict[str, int] = {}
+        self.kept: dict[str, list[int]] = {}  # the contexts' ids (a truncation reads them at every budget)
+        self.recent: dict[str, list[int]] = {}  # the ids last made, a few texts
 
-    def encode(self, text: str) -> list[int]:
-        ids = self.ids.get(text)
-        if ids is None:
-            ids = self.ids[text] = self.tokenizer.encode(text)
-            self.counts[text] = len(ids)
-        return list(ids)
+    def encode(self, text: str) -> Sequence[int]:
+        if text not in self.counts and not self.words:
+            return self.ids(text)
+        return _Ids(self, text)
+
+    def ids(self, text: str) -> list[int]:
+        """The text's ids, made now (or kept from a moment ago)."""
+        made = self.kept.get(text) or self.recent.get(text)
+        if made is None:
+            made = self.tokenizer.encode(text)
+            self.counts[text] = len(made)
+            if len(self.recent) >= 8:
+                self.recent.pop(next(iter(self.recent)))
+            self.recent[text] = made
+        return made
 
     def decode(self, ids: Sequence[int]) -> str:
-        return self.tokenizer.decode(ids)
+        return self.tokenizer.decode(list(ids))
 
     def __call__(self, text: str) -> int:
         n = self.counts.get(text)
         if n is None:
-            n = self.counts[text] = len(WORD.findall(text)) if self.words else len(self.encode(text))
+            n = self.counts[text] = len(WORD.findall(text)) if self.words else len(self.ids(text))
         return n
 
-    def count_all(self, texts: Iterable[str], *, keep_ids: bool = False) -> None:
-        """Count every text not counted yet, in one batch where the tokenizer takes one."""
+    def count_all(self, texts: Iterable[str], *, keep: bool = False) -> None:
+        """Count every text not counted yet, in one batch where the tokenizer takes one; ``keep`` their ids."""
         new = [t for t in dict.fromkeys(texts) if t not in self.counts]
         if self.batch is None or len(new) < 2:
             for text in new:
-                self.encode(text) if keep_ids and not self.words else self(text)
+                self(text)
             return
         for text, ids in zip(new, self.batch(new)):
             self.counts[text] = len(ids)
-            if keep_ids:
-                self.ids[text] = ids
+            if keep:
+                self.kept[text] = ids
+
+
+class _Ids(Sequence[int]):
+    """A text's token ids as ``_Counter.encode`` gives them: the length from the count, the ids made when read."""
+
+    def __init__(self, counter: _Counter, text: str) -> None:
+        self.counter, self.text = counter, text
+
+    def __len__(self) -> int:
+        return self.counter(self.text)
+
+    def __getitem__(self, index: Any) -> Any:
+        return self.counter.ids(self.text)[index]
+
+    def __iter__(self) -> Any:
+        return iter(self.counter.ids(self.text))
 
 
 def estimate(config: RunConfig, grid: list[GridPoint], done: set[RecordKey]) -> DryRun:
@@ -399,8 +429,6 @@ def estimate(config: RunConfig, grid: list[GridPoint], done: set[RecordKey]) -> 
     first = next(iter(counters.values()), len)
     examples = {t.key: _examples(t, first) for t in config.tasks}
     rows = []
-    for key, counter in counters.items():  # every context once, in one batch per reader
-        counter.count_all((ex.context for exs, _ in examples.values() for ex in exs), keep_ids=True)
     for point in grid:
         key = point.reader.model_dump_json()
         for task in config.tasks:
@@ -444,17 +472,19 @@ def _estimate(point: GridPoint, task: TaskConfig, sizing: ReaderSizing, count: _
     two_steps = bool(pending) and build_followup_request(spec, "", pending[0]) is not None
     summaries: set[tuple[str, str]] = set()
     made: list[tuple[Example, GenerationRequest, int]] = []  # each example's request, and the context tokens its
-    for ex in pending:                                         # prompt holds beyond the request's own (bounds)
+    step = 1 if row.exact else -(-len(pending) // BOUND_SAMPLE)  # prompt holds beyond the request's own (bounds)
+    count.count_all((ex.context for ex in pending[::step]), keep=True)  # one batch: a fast tokenizer uses every core
+    for ex in pending[::step]:
         try:
             if runs_here:
-                made.append((ex, build_request(spec, Worker.compress(point, compressor, ex)[0], ex, options), 0))
+                made.append((ex, _request(spec, Worker.compress(point, compressor, ex)[0], ex, options), 0))
             else:  # the whole context's prompt, its context replaced by the most the compressor could keep
                 context = count(ex.context)
                 bound = _context_bound(point, compressor, ex, context, count, summaries)
-                made.append((ex, build_request(spec, whole.compress(ex), ex, options), bound - context))
+                made.append((ex, _request(spec, whole.compress(ex), ex, options), bound - context))
         except ExampleFailure:
             row.refused += 1
-    count.count_all(request.prompt for _, request, _ in made)  # one batch: a fast tokenizer uses every core
+    count.count_all(request.prompt for _, request, _ in made)
     for ex, request, extra in made:
         tokens, window = count(request.prompt) + extra, _prompt_window(sizing, request, count)
         row.reader_calls += 2 if two_steps else 1
@@ -467,7 +497,20 @@ def _estimate(point: GridPoint, task: TaskConfig, sizing: ReaderSizing, count: _
             row.context_seen.append(max(0, context - max(0, tokens - window)))
     row.summarizer_calls = len(summaries)
     row.basis = _basis(point, compressor, runs_here, how, two_steps)
+    if step > 1:  # a bound over an evenly spaced sample, scaled to every pending example
+        scale = len(pending) / len(pending[::step])
+        row.prompt_tokens, row.read_tokens = round(row.prompt_tokens * scale), round(row.read_tokens * scale)
+        row.summarizer_calls, row.refused = round(row.summarizer_calls * scale), round(row.refused * scale)
+        row.reader_calls = (len(pending) - row.refused) * (2 if two_steps else 1)
+        row.cut = round(row.cut * scale)
+        row.basis += f"; scaled from {len(pending[::step]):,} of {len(pending):,} examples"
     return row
+
+
+def _request(spec: Any, context: Any, example: Example, options: Any) -> GenerationRequest:
+    """The request the run will send, without the context span that only the extractive baseline reads (finding
+    it builds the prompt twice more, which a dry run of many examples would feel)."""
+    return build_request(spec, context, example, options, with_span=False)
 
 
 def _build(point: GridPoint, sizing: ReaderSizing, tokenizer: _Counter) -> Compressor | None:

@@ -133,16 +133,17 @@ def context_span(spec: TaskSpec, context: CompressedContext | str, example: Exam
 
 
 def build_request(spec: TaskSpec, context: CompressedContext | str, example: Example,
-                  options: PromptOptions = PromptOptions()) -> GenerationRequest:
+                  options: PromptOptions = PromptOptions(), *, with_span: bool = True) -> GenerationRequest:
     """The reader request for one example: the prompt, the system message, max new tokens, the chat switch, and
-    where the context sits in the prompt (``context_span``: what a context-only baseline may read)."""
+    where the context sits in the prompt (``context_span``: what a context-only baseline may read; a dry run that
+    only counts the prompt leaves it out with ``with_span=False``)."""
     prompt = build_prompt(spec, context, example, options)
     return GenerationRequest(
         prompt=prompt,
         max_new_tokens=options.max_new_tokens or spec.max_new_tokens,
         chat=spec.chat,
         system=spec.system,
-        context_span=context_span(spec, context, example, prompt, options),
+        context_span=context_span(spec, context, example, prompt, options) if with_span else None,
     )
 
 
