@@ -11,9 +11,9 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from core.errors import UserError
 
@@ -52,6 +52,20 @@ def open_store(directory: str | os.PathLike, what: str) -> Any:
                          "folder this user may write (docs/reliability.md, \"Caches\")") from None
 
 
+# One call that touches more keys than this (a whole open-domain corpus indexed at once) is counted, not recorded:
+# 21M passage keys would take gigabytes in memory and in the run directory. Clear such a cache by its folder.
+MAX_KEYS_PER_CALL = 100_000
+
+
+class CacheUse(NamedTuple):
+    """The entries of one cache folder some work used: their keys, and how many more it used unrecorded."""
+
+    cache: str
+    folder: str
+    keys: list[str]
+    unrecorded: int = 0
+
+
 class KeyLedger:
     """Cache keys used in this process, by (cache name, cache folder), while at least one holder records."""
 
@@ -59,6 +73,7 @@ class KeyLedger:
         self._lock = threading.Lock()
         self._holders: set[int] = set()
         self._keys: dict[tuple[str, str], set[str]] = {}
+        self._unrecorded: dict[tuple[str, str], int] = {}
 
     def start(self, holder: object) -> None:
         """Record while ``holder`` (a run's worker) lives; several holders may record at once."""
@@ -71,20 +86,29 @@ class KeyLedger:
             self._holders.discard(id(holder))
             if not self._holders:
                 self._keys.clear()
+                self._unrecorded.clear()
 
-    def note(self, cache: str, directory: str | os.PathLike, keys: Iterable[str]) -> None:
-        """Remember ``keys`` of the cache ``cache`` in ``directory`` (nothing while no one records)."""
+    def note(self, cache: str, directory: str | os.PathLike, keys: Sequence[str]) -> None:
+        """Remember ``keys`` of the cache ``cache`` in ``directory`` (nothing while no one records); more than
+        ``MAX_KEYS_PER_CALL`` at once are only counted."""
         if not self._holders:
             return
+        where = (cache, str(Path(directory).resolve()))
         with self._lock:
-            if self._holders:
-                self._keys.setdefault((cache, str(Path(directory).resolve())), set()).update(keys)
+            if not self._holders:
+                return
+            if len(keys) > MAX_KEYS_PER_CALL:
+                self._unrecorded[where] = self._unrecorded.get(where, 0) + len(keys)
+            else:
+                self._keys.setdefault(where, set()).update(keys)
 
-    def take(self) -> list[tuple[str, str, list[str]]]:
-        """(cache, folder, sorted keys) noted since the last take, and forget them."""
+    def take(self) -> list[CacheUse]:
+        """What was noted since the last take, by cache folder (keys sorted), and forget it."""
         with self._lock:
-            taken, self._keys = self._keys, {}
-        return [(cache, folder, sorted(keys)) for (cache, folder), keys in sorted(taken.items()) if keys]
+            keys, self._keys = self._keys, {}
+            unrecorded, self._unrecorded = self._unrecorded, {}
+        return [CacheUse(cache, folder, sorted(keys.get((cache, folder), ())), unrecorded.get((cache, folder), 0))
+                for cache, folder in sorted({*keys, *unrecorded})]
 
 
 LEDGER = KeyLedger()
@@ -120,5 +144,5 @@ def forget(directory: str | os.PathLike, keys: Iterable[str]) -> int:
     return removed
 
 
-__all__ = ["DISKCACHE_DB", "LEDGER", "CacheError", "KeyLedger", "check_writable", "folder_bytes", "forget", "is_diskcache",
-           "open_store"]
+__all__ = ["DISKCACHE_DB", "LEDGER", "MAX_KEYS_PER_CALL", "CacheError", "CacheUse", "KeyLedger", "check_writable",
+           "folder_bytes", "forget", "is_diskcache", "open_store"]

@@ -224,10 +224,13 @@ def cache_info(
         typer.echo(f"{run} recorded no cache entries (no {CACHE_KEYS}: a run made before ctxcomp recorded them, "
                    "or one whose work no cache served)")
         return
-    rows = [[cache, folder, f"{len(keys):,}", f"{_still_cached(cache, folder, keys):,}"]
-            for (cache, folder), keys in sorted(used.items())]
-    print_table(["cache", "folder", "entries the run used", "still cached"], rows, plain=plain_output(plain),
-                title=f"entries used by {run}")
+    rows = [[cache, folder, f"{len(use.keys):,}", f"{_still_cached(cache, folder, use.keys):,}",
+             f"{use.unrecorded:,}"] for (cache, folder), use in sorted(used.items())]
+    print_table(["cache", "folder", "entries the run used", "still cached", "used, not recorded"], rows,
+                plain=plain_output(plain), title=f"entries used by {run}")
+    if any(use.unrecorded for use in used.values()):
+        typer.echo("entries not recorded come from a corpus indexed in one call (too many keys to record); "
+                   "`cache clear --run` leaves them, deleting the cache's folder removes them")
 
 
 @cache_app.command("clear")
@@ -246,10 +249,13 @@ def cache_clear(
     used = read_cache_keys(RunDir(run).require().path)
     if not used:
         raise UserError(f"{run} recorded no cache entries (no {CACHE_KEYS}); nothing to remove")
-    for (cache, folder), keys in sorted(used.items()):
+    for (cache, folder), use in sorted(used.items()):
+        keys = use.keys
         if cache == EMBEDDINGS:
             removed = EmbeddingCache(folder).forget(keys) if is_diskcache(folder) else 0
         else:
             removed = forget(folder, keys)
-        typer.echo(f"{cache}: removed {removed:,} of the {len(keys):,} entries {run} used from {folder}"
-                   + (f" ({len(keys) - removed:,} were no longer there)" if removed < len(keys) else ""))
+        typer.echo(f"{cache}: removed {removed:,} of the {len(keys):,} entries {run} recorded in {folder}"
+                   + (f" ({len(keys) - removed:,} were no longer there)" if removed < len(keys) else "")
+                   + (f"; {use.unrecorded:,} more it used were not recorded (a corpus indexed at once) and stay: "
+                      f"delete {folder} to remove them" if use.unrecorded else ""))

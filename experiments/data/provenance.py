@@ -23,9 +23,11 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.caches import CacheUse
 from core.files import append_lines, write_atomic
 from core.paths import cache_root
 from core.versions import OUTPUT_PACKAGES, output_versions, package_version
@@ -320,25 +322,37 @@ def run_version_warnings(run_a: str | os.PathLike, run_b: str | os.PathLike) -> 
 
 # -- cache_keys.jsonl ---------------------------------------------------------------------------------------
 
-def append_cache_keys(run_dir: str | os.PathLike, entries: Iterable[tuple[str, str, Sequence[str]]]) -> None:
-    """Record cache entries a unit used (``(cache, folder, keys)``, from ``core.caches.LEDGER``): one line each."""
-    lines = [json.dumps({"cache": cache, "folder": folder, "keys": list(keys)}, ensure_ascii=False).encode() + b"\n"
-             for cache, folder, keys in entries if keys]
+def append_cache_keys(run_dir: str | os.PathLike, entries: Iterable[CacheUse]) -> None:
+    """Record the cache entries a unit used (``core.caches.LEDGER.take()``): one line per cache folder."""
+    lines = [json.dumps({"cache": u.cache, "folder": u.folder, "keys": list(u.keys),
+                         **({"unrecorded": u.unrecorded} if u.unrecorded else {})}, ensure_ascii=False).encode() + b"\n"
+             for u in entries if u.keys or u.unrecorded]
     append_lines(Path(run_dir) / CACHE_KEYS, lines, sync=False)
 
 
-def read_cache_keys(run_dir: str | os.PathLike) -> dict[tuple[str, str], set[str]]:
+@dataclass
+class RunCacheUse:
+    """The entries of one cache folder a run used: the keys it recorded, and how many it used unrecorded (a
+    corpus indexed in one call of more than ``core.caches.MAX_KEYS_PER_CALL`` texts)."""
+
+    keys: set[str] = field(default_factory=set)
+    unrecorded: int = 0
+
+
+def read_cache_keys(run_dir: str | os.PathLike) -> dict[tuple[str, str], RunCacheUse]:
     """The cache entries a run recorded, by (cache, folder); lines that do not parse (a torn tail) are skipped."""
     path = Path(run_dir) / CACHE_KEYS
-    out: dict[tuple[str, str], set[str]] = {}
+    out: dict[tuple[str, str], RunCacheUse] = {}
     if not path.is_file():
         return out
     with open(path, "rb") as fh:
         for line in fh:
             try:
                 item = json.loads(line)
-                out.setdefault((str(item["cache"]), str(item["folder"])), set()).update(map(str, item["keys"]))
-            except (ValueError, KeyError, TypeError):
+                use = out.setdefault((str(item["cache"]), str(item["folder"])), RunCacheUse())
+                use.keys.update(map(str, item["keys"]))
+                use.unrecorded += int(item.get("unrecorded", 0))
+            except (ValueError, KeyError, TypeError, AttributeError):
                 continue
     return out
 
@@ -378,6 +392,6 @@ def describe_manifest(manifest: Mapping[str, Any]) -> str:
     return "\n\n".join(blocks) or "no sessions recorded (a run made before ctxcomp kept a manifest)"
 
 
-__all__ = ["CACHE_KEYS", "MANIFEST", "add_session", "append_cache_keys", "command_line", "ctxcomp_source",
+__all__ = ["CACHE_KEYS", "MANIFEST", "RunCacheUse", "add_session", "append_cache_keys", "command_line", "ctxcomp_source",
            "describe_manifest", "end_session", "file_digest", "gpus", "machine", "output_relevant", "read_cache_keys",
            "read_manifest", "run_version_warnings", "session_record", "threads_used", "version_differences"]

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 
 from compressors.base import CompressedContext, Compressor
 from compressors.registry import make_compressor
-from core.caches import LEDGER
+from core.caches import LEDGER, CacheUse
 from core.errors import ExampleFailure, UserError
 from experiments.data.records import Example, Failure, Prediction, Trace, budget_row_label
 from experiments.run.config import RunConfig, TaskConfig
@@ -68,8 +68,8 @@ class UnitResult:
     cache_hits: int = 0
     retries: int = 0
     compressor_model_calls: int = 0
-    # (cache, folder, keys) of the cache entries this unit read or wrote (core.caches), for `ctxcomp cache --run`
-    cache_keys: list[tuple[str, str, list[str]]] = field(default_factory=list)
+    # the cache entries this unit read or wrote, by cache folder (core.caches), for `ctxcomp cache --run`
+    cache_keys: list[CacheUse] = field(default_factory=list)
 
 
 def prompt_hash(prompt: str) -> str:

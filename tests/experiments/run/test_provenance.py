@@ -136,7 +136,7 @@ def test_the_cache_entries_a_run_used_are_counted_and_cleared_without_touching_a
     smaller.update(tasks=smaller["tasks"][1:], compressors=["full"])
     run(smaller, b)
     used = read_cache_keys(a)
-    generations = next(keys for (name, folder), keys in used.items() if name == "generations")
+    generations = next(use.keys for (name, folder), use in used.items() if name == "generations")
     assert len(generations) == first.model_calls  # every generation asked (identical prompts share one) is recorded
     assert {folder for _, folder in used} == {str((cache / "generations").resolve())}  # bm25 embeds nothing
 
@@ -145,10 +145,10 @@ def test_the_cache_entries_a_run_used_are_counted_and_cleared_without_touching_a
     assert f"| generations | {(cache / 'generations').resolve()} | {len(generations)} | {len(generations)} |" in info.output
     assert str(cache / "embeddings") in info.output and "cache root" in info.output
 
-    b_keys = next(iter(read_cache_keys(b).values()))
+    b_keys = next(iter(read_cache_keys(b).values())).keys
     assert b_keys <= generations  # b asked a subset of a's questions: those entries are shared
     cleared = CliRunner().invoke(app, ["cache", "clear", "--run", str(b)])
-    assert cleared.exit_code == 0 and f"removed {len(b_keys)} of the {len(b_keys)} entries" in cleared.output
+    assert cleared.exit_code == 0 and f"removed {len(b_keys)} of the {len(b_keys)} entries {b} recorded" in cleared.output
     again = run(config(data), a)  # a continued run of a asks nothing: its predictions are all there
     assert again.predicted == 0
     rerun = run(config(data), tmp_path / "a2")
@@ -178,3 +178,20 @@ def test_gpus_are_read_from_nvidia_smi(tmp_path, monkeypatch):
     tool.chmod(0o755)
     monkeypatch.setenv("PATH", f"{tool.parent}:{os.environ['PATH']}")
     assert provenance.gpus() == [{"name": "NVIDIA H100 80GB HBM3", "driver": "550.54.15", "memory_mb": 81559}] * 2
+
+
+def test_a_whole_corpus_indexed_at_once_is_counted_not_recorded(monkeypatch):
+    from core import caches
+
+    monkeypatch.setattr(caches, "MAX_KEYS_PER_CALL", 3)
+    ledger, holder = caches.KeyLedger(), object()
+    ledger.note("embeddings", "/c", ["a"])  # nobody records yet
+    ledger.start(holder)
+    ledger.note("embeddings", "/c", ["b", "a"])
+    ledger.note("embeddings", "/c", ["x1", "x2", "x3", "x4"])  # a corpus: counted only
+    ledger.note("generations", "/g", ["k"])
+    assert ledger.take() == [caches.CacheUse("embeddings", "/c", ["a", "b"], 4), caches.CacheUse("generations", "/g", ["k"])]
+    assert ledger.take() == []
+    ledger.note("generations", "/g", ["k2"])
+    ledger.stop(holder)
+    assert ledger.take() == []  # what no one took is dropped with the last holder
