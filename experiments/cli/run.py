@@ -53,6 +53,13 @@ def run(
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Join this Ray cluster ('auto', HOST:PORT or ray://HOST:PORT); default: start a local Ray instance."),
     workers: Optional[int] = typer.Option(None, "--workers", help="Ray actors (default: the cluster's CPUs)."),
     strict: bool = typer.Option(False, "--strict", help="Exit 1 if any example failed (default: only if all did)."),
+    until_decided: bool = typer.Option(False, "--until-decided", help="Grow each task's sample by --step until every "
+                                       "cell is decided against full (group-sequential, docs/metrics.md)."),
+    step: Optional[int] = typer.Option(None, "--step", help="Questions a task's sample grows by per step (default 10)."),
+    max_n: Optional[int] = typer.Option(None, "--max-n", help="The most questions per task (default: the task's pool)."),
+    max_cost: Optional[str] = typer.Option(None, "--max-cost", help="Stop before a step that would pass this: $5, "
+                                           "2h, 90min or 1000calls."),
+    spending: str = typer.Option("obrien_fleming", "--spending", help="Alpha spending: obrien_fleming or pocock."),
 ) -> None:
     """Run an evaluation grid; predictions are appended and the run can be resumed.
 
@@ -77,8 +84,23 @@ def run(
     if dry_run:
         print_estimate(cfg, run_dir, plain=plain_output(plain))
         return
+    if until_decided or (resume is not None and sequential_run(run_dir)):
+        from experiments.cli.design import run_until_decided
+
+        run_until_decided(cfg, Path(run_dir), step=step, max_n=max_n, max_cost=max_cost, spending=spending,
+                          report=report, plain=plain_output(plain))
+        return
+    if step is not None or max_n is not None or max_cost is not None:
+        raise UserError("--step, --max-n and --max-cost go with --until-decided")
     execute(cfg, run_dir, report=report, plain=plain_output(plain), strict=strict,
             executor=make_executor(executor, ray_address, workers))
+
+
+def sequential_run(run_dir: Path) -> bool:
+    """Whether a run directory holds a run started with --until-decided (its manifest keeps the looks)."""
+    from experiments.design.grow import load_state
+
+    return Path(run_dir).is_dir() and load_state(Path(run_dir)) is not None
 
 
 def make_executor(kind: str, address: Optional[str], workers: Optional[int]):
@@ -156,7 +178,7 @@ def print_estimate(config, run_dir: Path, *, plain: bool) -> None:
               "prompt tokens", "estimate"]
     body = [[r.task, r.compressor, r.reader, r.config_hash, str(r.examples), str(r.pending), f"{r.reader_calls:,}",
              f"up to {r.summarizer_calls:,}" if r.summarizer_calls else "0",
-             f"{r.prompt_tokens:,}" if r.exact else f"up to {r.prompt_tokens:,}", r.basis] for r in plan.rows]
+             r.tokens_text, r.basis] for r in plan.rows]
     print_table(header, body, plain=plain,
                 title=f"grid: {len(runner.grid)} config(s) x {len(runner.config.tasks)} task(s)")
     for line in estimate_summary(plan):
