@@ -94,8 +94,11 @@ def build_ruler(
                               help="Comma-separated RULER tasks: niah_single, niah_multikey, niah_multivalue, "
                                    "niah_multiquery, vt, cwe, fwe, qa."),
     lengths: str = typer.Option("4096,8192,16384", "--lengths", help="Comma-separated target lengths in tokens."),
-    tokenizer: str = typer.Option("words", "--tokenizer", help="Whose tokens: words, tiktoken:NAME, a Hugging Face "
-                                  "tokenizer id or folder, or reader:NAME (e.g. reader:smollm2)."),
+    tokenizer: str = typer.Option("words", "--tokenizer", help="Whose tokens the lengths count: reader:NAME (that "
+                                  "reader's own tokens, e.g. reader:smollm2, as its window and budgets count them; "
+                                  "read without loading the model where the reader can), tiktoken:NAME, a Hugging "
+                                  "Face tokenizer id or folder, or words (the default: LongBench words, not any "
+                                  "model's tokens)."),
     n: int = typer.Option(20, "--n", help="Examples per task and length."),
     seed: int = typer.Option(0, "--seed", help="Random seed; the same seed gives the same records."),
     haystack: Optional[Path] = typer.Option(None, "--haystack", help="A text file for the essay haystack (default: "

@@ -17,7 +17,9 @@ data_app = typer.Typer(help="The public data files the shipped configs read: lis
 _DIR_HELP = "Data directory to use instead of $CTXCOMP_DATA_DIR (default <cache root>/data)."
 
 
-def _size(n: int) -> str:
+def _size(n: int | None) -> str:
+    if n is None:
+        return "?"
     return f"{n / 1e6:.1f} MB" if n >= 1e5 else f"{n / 1e3:.0f} kB"
 
 
@@ -51,10 +53,11 @@ def list_data(
     rows = []
     for item in catalog().values():
         path = item.path(root)
-        here = "yes" if path.is_file() and path.stat().st_size == item.size else \
+        here = "yes" if path.is_file() and item.size in (None, path.stat().st_size) else \
             "wrong size" if path.is_file() else "no"
-        rows.append([item.name, _size(item.size), here, item.licence, item.about])
-    print_table(["name", "size", "here", "licence", "what"], rows, plain=plain_output(plain),
+        rows.append([item.name, _size(item.size), here, "sha256" if item.verified else "not yet", item.licence,
+                     item.about])
+    print_table(["name", "size", "here", "checked", "licence", "what"], rows, plain=plain_output(plain),
                 title=f"data directory: {root}")
 
 
@@ -79,8 +82,9 @@ def get(
             typer.echo(f"error: {one_line(err)}", err=True)
             failed += 1
             continue
-        how = "already here, sha256 checked" if done.status == "present" else f"downloaded, sha256 checked, from {done.url}"
-        typer.echo(f"{item.name}: {done.path} ({_size(item.size)}; {how}); licence: {item.licence}")
+        checked = "sha256 checked" if item.verified else f"NOT checked: no sha256 recorded yet; its sha256 is {done.sha256}"
+        how = f"already here, {checked}" if done.status == "present" else f"downloaded, {checked}, from {done.url}"
+        typer.echo(f"{item.name}: {done.path} ({_size(done.path.stat().st_size)}; {how}); licence: {item.licence}")
     if dir_ is not None and dir_.resolve() != data_dir().resolve():
         typer.echo(f"note: runs read data names from {data_dir()}; set CTXCOMP_DATA_DIR={dir_} to use these files")
     if failed:

@@ -1,7 +1,9 @@
 """The public data files ctxcomp knows by name, and where they lie on this machine.
 
 ``catalog.yaml`` beside this module lists each file: its name (``leval/financial_qa``), where it lies under
-the data directory, the pinned URLs it is published at, its sha256 and size, and its licence.  The data
+the data directory, the pinned URLs it is published at, its sha256 and size, and its licence.  A file whose
+sha256 has not been established yet has none (``checked`` says so); it is fetched unchecked, and its digest
+is printed so that it can be recorded once checked.  The data
 directory is ``$CTXCOMP_DATA_DIR``, else ``<cache root>/data`` (``~/.cache/ctxcomp/data``), read at call
 time.  :func:`local_file` is the one place a data name becomes a path; ``experiments.data.fetch``
 downloads what is missing (``ctxcomp data get NAME``).
@@ -35,11 +37,16 @@ class DataFile:
     name: str
     file: str
     urls: tuple[str, ...]
-    sha256: str
-    size: int
+    sha256: str | None  # None: not recorded yet (``checked`` says why); a download is kept unchecked, its digest shown
+    size: int | None
     licence: str
     about: str = ""
     checked: str = ""
+
+    @property
+    def verified(self) -> bool:
+        """Whether downloads are checked against a recorded sha256 (and size)."""
+        return self.sha256 is not None
 
     def path(self, root: str | os.PathLike | None = None) -> Path:
         """Where the file lies under ``root`` (default: the data directory), present or not."""
@@ -63,13 +70,16 @@ def _load(path: Path) -> dict[str, DataFile]:
         raise ValueError(f"{path}: `files` must map data names to entries")
     out = {}
     for name, entry in files.items():
-        item = DataFile(name=name, file=entry["file"], urls=tuple(entry["urls"]), sha256=entry["sha256"],
-                        size=int(entry["size"]), licence=entry["licence"], about=entry.get("about", ""),
+        size = entry.get("size")
+        item = DataFile(name=name, file=entry["file"], urls=tuple(entry["urls"]), sha256=entry.get("sha256"),
+                        size=None if size is None else int(size), licence=entry["licence"], about=entry.get("about", ""),
                         checked=entry.get("checked", ""))
         parts = Path(item.file).parts
-        if not _SHA256.match(item.sha256) or not item.urls or Path(item.file).is_absolute() or ".." in parts:
+        digest_ok = _SHA256.match(item.sha256) and item.size is not None if item.verified else bool(item.checked)
+        if not digest_ok or not item.urls or Path(item.file).is_absolute() or ".." in parts:
             raise ValueError(f"{path}: entry {name!r} needs a relative file inside the data directory, "
-                             "a lowercase hex sha256 and at least one URL")
+                             "a lowercase hex sha256 with its size (or `checked` saying why there is none yet) "
+                             "and at least one URL")
         out[name] = item
     return out
 
@@ -106,7 +116,7 @@ def local_file(name: str, root: str | os.PathLike | None = None) -> Path:
         raise MissingDataError(f"data {name} is not in {where} ({path} is missing); fetch it with: "
                                f"{item.get_command()}")
     size = path.stat().st_size
-    if size != item.size:
+    if item.size is not None and size != item.size:
         raise MissingDataError(f"{path} has {size} bytes, the published {name} has {item.size}; fetch it again "
                                f"with: {item.get_command()}")
     return path

@@ -136,7 +136,8 @@ def _litm_kv_example(record: dict, where: Where, task: str, example_id: str) -> 
     records = where.get(record, "ordered_kv_records", list)
     pairs = []
     for i, pair in enumerate(records):
-        if not (isinstance(pair, (list, tuple)) and len(pair) == 2 and all(isinstance(x, str) for x in pair)):
+        if not (isinstance(pair, (list, tuple)) and len(pair) == 2 and isinstance(pair[0], str)
+                and isinstance(pair[1], str)):
             raise where.error(f"ordered_kv_records[{i}]", "expected a [key, value] pair of strings")
         pairs.append(f'"{pair[0]}": "{pair[1]}"')
     keys = [pair[0] for pair in records]
