@@ -44,6 +44,7 @@ from compressors.base import Compressor
 from compressors.registry import COMPRESSORS, INJECTED, make_compressor, uses_reader
 from core.checks import constructor_parameters
 from core.errors import ExampleFailure, UserError
+from core.progress import progress_bar
 from core.registry import ComponentSpec
 from core.text import WORD
 from experiments.data.records import Example, RecordKey, budget_row_label
@@ -144,15 +145,21 @@ class PlannedPoint:
     texts_encoded: int = 0  # embeddings this point computed during planning (cached ones are free)
 
 
-def dry_run(worker: Worker, done: set[RecordKey]) -> list[PlannedPoint]:
-    """The work left per (task, grid point): reader calls after cache hits, and prompt tokens.
+def dry_run(worker: Worker, done: set[RecordKey], *, progress: bool = True) -> list[PlannedPoint]:
+    """The work left per (task, grid point): reader calls after cache hits, and prompt tokens (``--dry-run=exact``).
 
     Builds readers and compressors (models load) and compresses pending
-    examples, which fills the embedding cache for the real run.  Where a
-    compressor itself calls a model (summaries), prompts cannot be known in
-    advance: calls and tokens are then estimates (one summary call per chunk
-    of ``chunk_size`` words, full-context tokens as an upper bound).
+    examples, which fills the embedding cache for the real run; a bar counts
+    the examples and names the cell.  Where a compressor itself calls a model
+    (summaries), prompts cannot be known in advance: calls and tokens are then
+    estimates (one summary call per chunk of ``chunk_size`` words, full-context
+    tokens as an upper bound).
     """
+    with progress_bar(0, "dry run", enabled=progress) as bar:
+        return _dry_run(worker, done, bar)
+
+
+def _dry_run(worker: Worker, done: set[RecordKey], bar: Any) -> list[PlannedPoint]:
     rows = []
     for point in worker.grid:
         reader, compressor = worker.reader(point), worker.compressor(point)
@@ -166,7 +173,10 @@ def dry_run(worker: Worker, done: set[RecordKey]) -> list[PlannedPoint]:
             pending = [ex for ex in exs if (task.key, ex.id, point.config_hash) not in done]
             hits, tokens, summaries = 0, 0, 0
             encoded_before = compressor.encoded_texts()
+            bar.total += len(pending)
+            bar.set_description(f"dry run: {task.key} | {labels[0]} | {labels[1]}"[:70], refresh=False)
             for ex in pending:
+                bar.update(1)
                 if needs_model:
                     tokens += reader.count_tokens(ex.context) + reader.count_tokens(ex.query)
                     summaries += -(-reader.count_tokens(ex.context) // int(point.compressor.params.get("chunk_size", 500)))
@@ -190,7 +200,9 @@ def dry_run(worker: Worker, done: set[RecordKey]) -> list[PlannedPoint]:
 
 @dataclass
 class Estimate:
-    """The work one (task, grid point) asks for: ``exact`` says whether the prompt tokens are counted or bounded."""
+    """The work one (task, grid point) asks for.  Its prompt tokens are ``exact`` (every prompt built and counted),
+    a ``bound`` (an upper bound: a model decides what is kept), or ``sampled`` (counted on an evenly spaced sample
+    of the pending examples and scaled; a sampled bound is about an upper bound)."""
 
     task: str
     compressor: str
@@ -201,13 +213,24 @@ class Estimate:
     reader_calls: int
     prompt_tokens: int  # the prompts as built, before the reader's own truncation
     read_tokens: int  # what the reader reads of them, its window's cut made
-    exact: bool
+    bound: bool
     basis: str
     summarizer_calls: int = 0
     refused: int = 0  # examples the compressor refuses (budget below any chunk, no query): failures, no call
+    sampled: bool = False
     cut: int = 0  # prompts the reader's window cuts
     context_tokens: list[int] = field(default_factory=list, repr=False)  # per example, for the cut warning
     context_seen: list[int] = field(default_factory=list, repr=False)
+
+    @property
+    def exact(self) -> bool:
+        return not self.bound and not self.sampled
+
+    @property
+    def tokens_text(self) -> str:
+        """The prompt tokens as the table shows them: ``1,234``, ``up to 1,234``, ``about 1,234``."""
+        prefix = "up to " if self.bound else "about " if self.sampled else ""
+        return f"{prefix}{self.prompt_tokens:,}"
 
 
 @dataclass
@@ -349,7 +372,8 @@ class _Shards:
         return LongestFirst(self.count).index(chunks)
 
 
-BOUND_SAMPLE = 32  # a bound is computed on at most this many examples of a (task, grid point), then scaled
+# examples of one (task, grid point) counted; beyond them, an evenly spaced sample is counted and scaled (said so)
+EXACT_SAMPLE, BOUND_SAMPLE = 2000, 32
 
 
 class _Counter:
@@ -468,11 +492,11 @@ def _estimate(point: GridPoint, task: TaskConfig, sizing: ReaderSizing, count: _
         compressor._chunker = _RememberedChunker(compressor._chunker, rankings)  # type: ignore[union-attr]
     whole = make_compressor("full", tokenizer=count)
     row = Estimate(task.key, _label(point, compressor), point.reader.label or sizing.label, point.config_hash,
-                   len(examples), len(pending), 0, 0, 0, runs_here and not how, "")
+                   len(examples), len(pending), 0, 0, 0, not runs_here or bool(how), "")
     two_steps = bool(pending) and build_followup_request(spec, "", pending[0]) is not None
     summaries: set[tuple[str, str]] = set()
     made: list[tuple[Example, GenerationRequest, int]] = []  # each example's request, and the context tokens its
-    step = 1 if row.exact else -(-len(pending) // BOUND_SAMPLE)  # prompt holds beyond the request's own (bounds)
+    step = -(-len(pending) // (BOUND_SAMPLE if row.bound else EXACT_SAMPLE))  # holds beyond the request's (bounds)
     count.count_all((ex.context for ex in pending[::step]), keep=True)  # one batch: a fast tokenizer uses every core
     for ex in pending[::step]:
         try:
@@ -497,7 +521,8 @@ def _estimate(point: GridPoint, task: TaskConfig, sizing: ReaderSizing, count: _
             row.context_seen.append(max(0, context - max(0, tokens - window)))
     row.summarizer_calls = len(summaries)
     row.basis = _basis(point, compressor, runs_here, how, two_steps)
-    if step > 1:  # a bound over an evenly spaced sample, scaled to every pending example
+    if step > 1:  # an evenly spaced sample, scaled to every pending example: no longer an exact count
+        row.sampled = True
         scale = len(pending) / len(pending[::step])
         row.prompt_tokens, row.read_tokens = round(row.prompt_tokens * scale), round(row.read_tokens * scale)
         row.summarizer_calls, row.refused = round(row.summarizer_calls * scale), round(row.refused * scale)
@@ -580,7 +605,7 @@ def _prompt_window(sizing: ReaderSizing, request: GenerationRequest, count: Call
 
 
 def _basis(point: GridPoint, compressor: Compressor | None, runs_here: bool, how: str, two_steps: bool) -> str:
-    parts = ["exact: run here" if runs_here else "bound: " + _why_bound(point, compressor)]
+    parts = ["run here" if runs_here else "bound: " + _why_bound(point, compressor)]
     if how:
         parts.append(f"examples: {how}")
     if two_steps:
@@ -616,20 +641,23 @@ def estimate_summary(plan: DryRun) -> list[str]:
     """What the table's rows add up to, and how the numbers were had."""
     rows = plan.rows
     exact = sum(r.prompt_tokens for r in rows if r.exact)
-    bound = sum(r.prompt_tokens for r in rows if not r.exact)
+    sampled = sum(r.prompt_tokens for r in rows if r.sampled and not r.bound)
+    bound = sum(r.prompt_tokens for r in rows if r.bound)
     calls, summaries = sum(r.reader_calls for r in rows), sum(r.summarizer_calls for r in rows)
     refused = sum(r.refused for r in rows)
     lines = [f"reader calls: {calls:,}" + (f"; summarizer calls: at most {summaries:,}" if summaries else "")
              + (f"; {refused:,} example(s) refused by their compressor (recorded as failures)" if refused else ""),
-             f"prompt tokens: {exact:,} exact" + (f" + at most {bound:,} (bounds)" if bound else "")
+             f"prompt tokens: {exact:,} exact" + (f" + about {sampled:,} (counted on samples)" if sampled else "")
+             + (f" + at most {bound:,} (bounds)" if bound else "")
              + f"; the readers read about {sum(r.read_tokens for r in rows):,} of them after their own truncation"]
     for label, sizing in plan.readers.items():
         window = f"window {sizing.max_context:,} tokens" if sizing.max_context else "no window"
         lines.append(f"reader {label}: tokens counted in {sizing.basis}; {window}")
-    lines.append("exact: the compressors that call no model ran here on every pending example; bounds: summaries "
-                 "(max_new_tokens per chunk), dense retrieval (the longest units), LongLLMLingua (the whole context), "
-                 "each within a budget it guarantees. The generation cache was not asked: `--dry-run=exact` loads "
-                 "the models and counts its hits")
+    lines.append(f"exact: the compressors that call no model ran here on every pending example (on {EXACT_SAMPLE:,} "
+                 "of them, evenly spaced, where a row has more: 'about'); bounds: summaries (max_new_tokens per "
+                 "chunk), dense retrieval (the longest units), LongLLMLingua (the whole context), each within a budget "
+                 f"it guarantees, on at most {BOUND_SAMPLE} examples a row. The generation cache was not asked: "
+                 "`--dry-run=exact` loads the models and counts its hits")
     return lines
 
 

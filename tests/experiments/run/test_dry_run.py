@@ -26,7 +26,8 @@ def rows_by_key(rows):
     return {(r.task, r.config_hash): r for r in rows}
 
 
-def test_the_fast_estimate_counts_what_the_run_reads_and_bounds_what_a_model_decides(tmp_path):
+def test_the_fast_estimate_counts_what_the_run_reads_and_bounds_what_a_model_decides(tmp_path, monkeypatch):
+    monkeypatch.setenv("CTXCOMP_CACHE_DIR", str(tmp_path / "cache"))  # the run below is the first to read these
     cfg = parse_config(CONFIG)
     runner = Runner(cfg, tmp_path / "run", progress=False)
     fast = rows_by_key(estimate(runner.config, runner.grid, set()).rows)
@@ -72,7 +73,7 @@ def test_the_cli_prints_calls_tokens_basis_and_one_warning_per_reader_whose_wind
     res = CliRunner().invoke(app, ["run", str(path), "--dry-run", "--out", str(tmp_path / "r"), "--plain"])
     assert res.exit_code == 0, res.output
     assert "| reader calls | summarizer calls | prompt tokens | estimate |" in res.output
-    assert "exact: run here" in res.output and "bound: summaries at most max_new_tokens per chunk" in res.output
+    assert "| 1,976 | run here |" in res.output and "bound: summaries at most max_new_tokens per chunk" in res.output
     assert "reader calls: 112; summarizer calls: at most 84" in res.output
     assert "reader small-window: tokens counted in LongBench words; window 192 tokens" in res.output
     warnings = [line for line in res.output.splitlines() if line.startswith("warning:")]
@@ -118,3 +119,18 @@ def test_a_dry_run_that_fails_says_so_in_one_line(tmp_path, monkeypatch):
     assert res.exit_code == 2 and "Traceback" not in res.output, res.output
     assert res.output.strip().splitlines()[-1].startswith(
         "error: the dry run could not estimate this grid: TypeError: an unexpected None")
+
+
+def test_a_row_of_more_examples_than_the_sample_is_counted_on_an_even_sample_and_says_so(tmp_path, monkeypatch):
+    import experiments.run.plan as plan
+
+    cfg = parse_config({**CONFIG, "compressors": ["full"], "budget": None})
+    grid = Runner(cfg, tmp_path / "r", progress=False).grid
+    whole = {r.task: r for r in estimate(cfg, grid, set()).rows}
+    monkeypatch.setattr(plan, "EXACT_SAMPLE", 2)
+    rows = {r.task: r for r in estimate(cfg, grid, set()).rows}
+    qa, kv = rows["nq_multidoc"], rows["kv_retrieval"]
+    assert qa.sampled and not qa.exact and qa.basis.endswith("scaled from 2 of 5 examples")
+    assert qa.tokens_text.startswith("about ") and qa.reader_calls == 5
+    assert abs(qa.prompt_tokens - whole["nq_multidoc"].prompt_tokens) < 0.2 * whole["nq_multidoc"].prompt_tokens
+    assert kv.sampled and kv.basis.endswith("scaled from 2 of 3 examples")
