@@ -24,6 +24,7 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, Sequence
 
@@ -57,28 +58,15 @@ def converted_dir(gguf: Path | None = None) -> tuple[Path, bool]:
     """The transformers folder converted from the GGUF file, making it on first use; returns (folder, was cached)."""
     gguf = gguf or gguf_path()
     target = model_cache_root() / CONVERTED_NAME
-    source = {"gguf": gguf.name, "bytes": gguf.stat().st_size}
-    marker = target / "ctxcomp-source.json"
-    if marker.is_file() and json.loads(marker.read_text()) == source:
+    if _made_from(target, gguf):
         return target, True
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{CONVERTED_NAME}-", dir=target.parent))
-    tmp.chmod(0o755)  # mkdtemp makes it private; the cache is an ordinary folder
-    try:
-        AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name).save_pretrained(tmp)
-        _save_dequantized(AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name), tmp)
-        (tmp / "ctxcomp-source.json").write_text(json.dumps(source))
-        if target.exists():  # a stale or foreign conversion
-            shutil.rmtree(target)
-        try:
-            os.rename(tmp, target)
-        except OSError:  # another process won the race; its copy is as good as ours
-            if not (target / "ctxcomp-source.json").is_file():
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    def convert(folder: Path) -> None:
+        AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name).save_pretrained(folder)
+        _save_dequantized(AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name), folder)
+
+    _make_folder(target, gguf, convert)
     return target, False
 
 
@@ -87,29 +75,45 @@ def tokenizer_dir(gguf: Path | None = None) -> Path:
     model's folder when there is one, else the tokenizer alone, read from the GGUF file once (about 15 s) and
     kept in the model cache, so a dry run counts SmolLM2 tokens without loading the model."""
     gguf = gguf or gguf_path()
-    source = {"gguf": gguf.name, "bytes": gguf.stat().st_size}
     for folder in (model_cache_root() / CONVERTED_NAME, model_cache_root() / f"{CONVERTED_NAME}-tokenizer"):
-        marker = folder / "ctxcomp-source.json"
-        if marker.is_file() and json.loads(marker.read_text()) == source and (folder / "tokenizer.json").is_file():
+        if _made_from(folder, gguf) and (folder / "tokenizer.json").is_file():
             return folder
     from transformers import AutoTokenizer
 
     target = model_cache_root() / f"{CONVERTED_NAME}-tokenizer"
+    _make_folder(target, gguf, lambda folder: AutoTokenizer.from_pretrained(
+        str(gguf.parent), gguf_file=gguf.name).save_pretrained(folder))
+    return target
+
+
+def _source(gguf: Path) -> dict[str, Any]:
+    return {"gguf": gguf.name, "bytes": gguf.stat().st_size}
+
+
+def _made_from(folder: Path, gguf: Path) -> bool:
+    """Whether ``folder`` was made from this GGUF file (its marker says so)."""
+    marker = folder / "ctxcomp-source.json"
+    return marker.is_file() and json.loads(marker.read_text()) == _source(gguf)
+
+
+def _make_folder(target: Path, gguf: Path, fill: Callable[[Path], None]) -> None:
+    """``fill`` a temporary folder beside ``target``, mark it as made from ``gguf`` and rename it into place, so a
+    killed conversion never leaves a half-written folder under the real name."""
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
-    tmp.chmod(0o755)
+    tmp.chmod(0o755)  # mkdtemp makes it private; the cache is an ordinary folder
     try:
-        AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name).save_pretrained(tmp)
-        (tmp / "ctxcomp-source.json").write_text(json.dumps(source))
-        shutil.rmtree(target, ignore_errors=True)
+        fill(tmp)
+        (tmp / "ctxcomp-source.json").write_text(json.dumps(_source(gguf)))
+        if target.exists():  # a stale or foreign one
+            shutil.rmtree(target)
         try:
             os.rename(tmp, target)
         except OSError:  # another process won the race; its copy is as good as ours
-            if not (target / "tokenizer.json").is_file():
+            if not (target / "ctxcomp-source.json").is_file():
                 raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return target
 
 
 def _save_dequantized(model: Any, folder: Path) -> None:

@@ -128,8 +128,8 @@ def pending_units(worker: Worker, done: set[RecordKey],
 
 
 @dataclass
-class PlannedPoint:
-    """One (task, grid point) with how much work is left, for ``--dry-run``."""
+class PlanRow:
+    """One (task, grid point) of a dry run: its row labels, hash, examples, those still to do, and the reader calls."""
 
     task: str
     compressor: str
@@ -138,6 +138,12 @@ class PlannedPoint:
     examples: int
     pending: int
     reader_calls: int
+
+
+@dataclass
+class PlannedPoint(PlanRow):
+    """A row of ``--dry-run=exact``: how much work is left after cache hits."""
+
     cache_hits: int
     prompt_tokens: int
     exact: bool  # False: prompts depend on model calls (summaries), so calls and tokens are upper-bound estimates
@@ -199,18 +205,11 @@ def _dry_run(worker: Worker, done: set[RecordKey], bar: Any) -> list[PlannedPoin
 # -- --dry-run in seconds: no model loads ------------------------------------------------------------------------
 
 @dataclass
-class Estimate:
-    """The work one (task, grid point) asks for.  Its prompt tokens are ``exact`` (every prompt built and counted),
-    a ``bound`` (an upper bound: a model decides what is kept), or ``sampled`` (counted on an evenly spaced sample
-    of the pending examples and scaled; a sampled bound is about an upper bound)."""
+class Estimate(PlanRow):
+    """A row of the fast dry run.  Its prompt tokens are ``exact`` (every prompt built and counted), a ``bound`` (an
+    upper bound: a model decides what is kept), or ``sampled`` (counted on an evenly spaced sample of the pending
+    examples and scaled; a sampled bound is about an upper bound)."""
 
-    task: str
-    compressor: str
-    reader: str
-    config_hash: str
-    examples: int
-    pending: int
-    reader_calls: int
     prompt_tokens: int  # the prompts as built, before the reader's own truncation
     read_tokens: int  # what the reader reads of them, its window's cut made
     bound: bool
