@@ -168,11 +168,15 @@ class SummarizeCompressor(Compressor):
     def _requests(self, item: Compressible, chunks: Sequence[Chunk], budget: int | None = None) -> list[GenerationRequest]:
         words, new_tokens = self._lengths(len(chunks)) if budget is None else self._fitted_lengths(len(chunks), budget)
         template = self.prompt or PROMPTS[("zh" if item.lang == "zh" else "en", self.query_focused)]
+        # where the chunk sits in the prompt, so a reader that extracts (the lexical baseline) reads the chunk and
+        # never the instruction (``GenerationRequest.context_span``); the prompt itself is unchanged
+        head = template.format(chunk="\ue000", question=item.query, max_words=words).index("\ue000")
         return [
             GenerationRequest(
                 prompt=template.format(chunk=chunk.text, question=item.query, max_words=words),
                 max_new_tokens=new_tokens,
                 temperature=0.0,
+                context_span=(head, head + len(chunk.text)),
             )
             for chunk in chunks
         ]

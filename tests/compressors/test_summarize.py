@@ -122,9 +122,10 @@ def test_extractive_reader_as_query_focused_summarizer(make_item):
     comp = SummarizeCompressor(reader=ExtractiveReader(), chunk_size=10, query_focused=True)
     out = comp.compress(make_item(PARAGRAPHS[0], query="Which report does Alpha open?"))
     assert out.trace["summaries"][0]["summary"] == "Alpha opens the report."
-    # a chunk that shares no word with the question leaves the baseline only the prompt's instruction to quote
-    with pytest.raises(CompressionError, match="own instruction.*#1"):
-        comp.compress(make_item(CONTEXT, query="Which report does Alpha open?"))
+    # a chunk that shares no word with the question: the baseline reads only the chunk (the prompt marks it), so
+    # it quotes one of the chunk's sentences, never the prompt's instruction
+    other = comp.compress(make_item(CONTEXT, query="Which report does Alpha open?"))
+    assert all(s["summary"] in CONTEXT for s in other.trace["summaries"])
 
 
 def test_summarizer_section_builds_a_cached_reader(make_item):
@@ -182,8 +183,26 @@ def test_a_summarizer_that_cannot_summarize_fails_the_example(make_item, answer,
         comp.compress(make_item(CONTEXT, id="doc-4"))
 
 
-def test_extractive_reader_on_generic_summary_prompts_is_refused(make_item):
-    """Found running L-Eval summaries with --reader extractive: every 'summary' was the instruction."""
-    comp = SummarizeCompressor(reader=ExtractiveReader(), chunk_size=10)
+def test_a_summarizer_that_echoes_its_instruction_is_refused(make_item):
+    """Found running L-Eval summaries with --reader extractive: every 'summary' was the instruction. The
+    extractive reader now reads only the marked chunk; a reader that still echoes the instruction is refused."""
+    from readers.base import Generation, Reader
+
+    class Echo(Reader):
+        identity = "echo"
+
+        def generate(self, requests):
+            return [Generation(text=r.prompt.splitlines()[0]) for r in requests]
+
+    comp = SummarizeCompressor(reader=Echo(), chunk_size=10)
     with pytest.raises(CompressionError, match="own instruction"):
         comp.compress(make_item(CONTEXT, id="doc-5"))
+
+
+def test_the_extractive_reader_summarizes_from_the_chunk_not_from_the_instruction(make_item):
+    """The summarize prompt marks where the chunk sits, so the lexical baseline returns a sentence of the chunk
+    (it used to return the instruction, which the compressor refused)."""
+    text = ("The committee met on Tuesday. It approved the harbour budget of nine million. "
+            "The mayor praised the vote. Work starts in spring.")
+    out = SummarizeCompressor(reader=ExtractiveReader(), chunk_size=1000).compress(make_item(text))
+    assert out.text and all(s["summary"] in text for s in out.trace["summaries"])
