@@ -24,10 +24,10 @@ def grid(compressor, readers=("extractive",)):
 def test_every_shipped_config_keeps_its_config_hashes():
     """Cached generations and resumed runs are keyed by these hashes (recorded before nested lists expanded)."""
     recorded = json.loads((REPO / "tests/experiments/run/shipped_config_hashes.json").read_text())
-    configs = sorted((REPO / "experiments/configs").glob("*.yaml"))
-    assert sorted(recorded) == [p.stem for p in configs]
-    for path in configs:
-        assert [p.config_hash for p in expand_grid(load_config(path))] == recorded[path.stem], path.stem
+    assert len(recorded) == 13  # the configs shipped when nested lists began to expand (a new one has no old keys)
+    for stem, hashes in recorded.items():
+        path = REPO / "experiments/configs" / f"{stem}.yaml"
+        assert [p.config_hash for p in expand_grid(load_config(path))] == hashes, stem
 
 
 def test_a_list_in_a_retrievers_params_is_a_grid_axis_named_in_the_row_label(tmp_path):
