@@ -12,6 +12,7 @@ import re
 CJK = "\u4e00-\u9fa5"
 CJK_CHAR = re.compile(f"[{CJK}]")
 WORD = re.compile(rf"[{CJK}]|[^\W{CJK}]+")
+_ASCII_WORD = re.compile(r"\w+", re.ASCII)
 
 
 def word_spans(text: str) -> list[tuple[int, int]]:
@@ -25,7 +26,14 @@ def count_words(text: str) -> int:
     The text is lowercased first, as LongBench's splitter does (it can change
     the count only for the rare characters whose lowercase form is longer).
     """
+    if text.isascii():  # the same words about 3x faster: no ideograph, and lowercasing makes no non-word a word
+        return len(_ASCII_WORD.findall(text))
     return len(WORD.findall(text.lower()))
+
+
+def count_pieces(text: str) -> int:
+    """``len(word_pieces(text))`` (the word tokens of a reader without a model tokenizer), without making them."""
+    return len(_ASCII_WORD.findall(text)) if text.isascii() else len(WORD.findall(text))
 
 
 def word_pieces(text: str) -> list[str]:

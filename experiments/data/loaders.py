@@ -125,7 +125,7 @@ def _litm_kv(record: dict, where: Where, task: str | None) -> list[Example]:
     return [_litm_kv_example(record, where, name, f"{name}-{where.line}")]
 
 
-def _litm_kv_example(record: dict, where: Where, task: str, example_id: str) -> Example:
+def _litm_kv_example(record: dict, where: Where, task: str, example_id: str, length: int | None = None) -> Example:
     """The one record-to-example function for key-value data, published or generated.
 
     The queried key must occur exactly once and ``value`` must be its value,
@@ -154,14 +154,15 @@ def _litm_kv_example(record: dict, where: Where, task: str, example_id: str) -> 
     context = render_litm_kv(pairs)
     return Example(
         id=example_id, task=task, query=key, context=context, answers=(value,),
-        passages=passages, length=_word_count(context), source=where.source,
+        passages=passages, length=_word_count(context) if length is None else length, source=where.source,
         meta={"ordered_kv_records": [list(pair) for pair in records], "key_index": key_index},
     )
 
 
-def litm_kv_example(record: dict, example_id: str, source: str = "") -> Example:
-    """A record in the published key-value format as an ``Example``, exactly as ``load_litm_kv`` builds one."""
-    return _litm_kv_example(record, Where(source or example_id, None), "kv_retrieval", example_id)
+def litm_kv_example(record: dict, example_id: str, source: str = "", length: int | None = None) -> Example:
+    """A record in the published key-value format as an ``Example``, exactly as ``load_litm_kv`` builds one;
+    ``length``: its words when already known (the same pairs in another order count the same)."""
+    return _litm_kv_example(record, Where(source or example_id, None), "kv_retrieval", example_id, length)
 
 
 _CONVERTERS: dict[str, Callable[..., list[Example]]] = {

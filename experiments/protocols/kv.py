@@ -31,9 +31,9 @@ def litm_kv_record(records: Sequence[Sequence[str]], key: str) -> dict[str, Any]
     return {"ordered_kv_records": [list(r) for r in records], "key": key, "value": values[key]}
 
 
-def kv_example(record: dict[str, Any], example_id: str, source: str = "") -> Example:
+def kv_example(record: dict[str, Any], example_id: str, source: str = "", length: int | None = None) -> Example:
     """An ``Example`` from a published-format record, built by the loader's own function."""
-    return litm_kv_example(record, example_id, source)
+    return litm_kv_example(record, example_id, source, length)
 
 
 def key_position(example: Example) -> int:
@@ -65,7 +65,7 @@ def with_key_at(example: Example, position: int) -> Example:
     if not records:
         raise UserError(f"example {example.id!r} has no ordered_kv_records; is it a key-value example?")
     moved = kv_example(move_key(litm_kv_record(records, example.query), position),
-                       swept_id(example.id, "key", position), example.source)
+                       swept_id(example.id, "key", position), example.source, length=example.length)
     return replace(moved, meta={**example.meta, **moved.meta, "key_position": position, "num_keys": len(records)})
 
 

@@ -46,7 +46,7 @@ from core.checks import constructor_parameters
 from core.errors import ExampleFailure, UserError
 from core.progress import progress_bar
 from core.registry import ComponentSpec
-from core.text import WORD
+from core.text import count_pieces
 from experiments.data.records import Example, RecordKey, budget_row_label
 from experiments.data.sources import DataError
 from experiments.run.config import RunConfig, TaskConfig
@@ -411,7 +411,7 @@ class _Counter:
     def __call__(self, text: str) -> int:
         n = self.counts.get(text)
         if n is None:
-            n = self.counts[text] = len(WORD.findall(text)) if self.words else len(self.ids(text))
+            n = self.counts[text] = count_pieces(text) if self.words else len(self.ids(text))
         return n
 
     def count_all(self, texts: Iterable[str], *, keep: bool = False) -> None:

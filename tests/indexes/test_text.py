@@ -17,3 +17,16 @@ def test_has_answer_matches_whole_tokens_only():
 def test_contains_answer_is_the_loose_substring_rule_of_best_subspan_em():
     assert contains_answer("The Atlantic Ocean is the second-largest of the world's oceans.", ["S"])
     assert contains_answer("Brathen", ["Brath"]) and not has_answer("Brathen", ["Brath"])
+
+
+def test_the_ascii_fast_path_counts_what_the_general_rule_counts():
+    import random
+
+    from core.text import WORD, count_pieces, count_words, word_pieces
+
+    rng = random.Random(3)
+    for alphabet in ("abcXYZ019 _-.,;\n\t\"'{}", "abc déf 中文 ÉCOLE ß_1 ,."):
+        for _ in range(200):
+            text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 80)))
+            assert count_words(text) == len(WORD.findall(text.lower()))
+            assert count_pieces(text) == len(word_pieces(text))
