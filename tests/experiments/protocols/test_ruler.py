@@ -116,3 +116,45 @@ def test_helmet_summarization_records_carry_key_points(tmp_path):
     (ex,) = load_examples(path, "helmet_summ", "helmet_multi_lexsum")
     assert ex.context == "Complaint text.\n\nOrder text." and ex.answers == ("Short.",)
     assert json.loads(ex.meta["keypoints"]) == ["p1", "p2"] and ex.meta["expert_summary"] == "Long summary."
+
+
+def test_fit_finds_the_size_rulers_binary_search_finds_with_fewer_counts(monkeypatch):
+    """The largest haystack whose first sample fits, as RULER's plain binary search (written out here) finds it."""
+    from experiments.protocols import ruler
+
+    counts, made = [], []
+    real_fit = ruler.Generator.fit
+
+    def fit(self, max_length):
+        counts.clear()
+        size = real_fit(self, max_length)
+        made.append((self, max_length, size, len(counts)))
+        return size
+
+    def counting(text):
+        counts.append(1)
+        return len(text.split())
+
+    monkeypatch.setattr(ruler.Generator, "fit", fit)
+    for task, max_length in (("niah_single", 1024), ("vt", 4096), ("cwe", 2048), ("niah_multivalue", 8192)):
+        ruler.generate(task, [max_length], 1, count=counting, seed=0)
+    ours = theirs = 0
+    for gen, max_length, fast, used in made:
+        draw = f"{gen.seed}:{gen.task}:{max_length}:fit"
+        fits = lambda size: gen.length(gen.sample(size, ruler._Draw(draw), max_length)) <= max_length  # noqa: E731
+        counts.clear()
+        step = gen._step(max_length)
+        lo, hi, best = step, 2 * step, None
+        while fits(hi):
+            lo, hi = hi, 2 * hi
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            if fits(mid):
+                best, lo = mid, mid + 1
+            else:
+                hi = mid - 1
+        assert fast == best, (gen.task, max_length)
+        # at most one count more where tokens do not grow with the size (the search then starts from the bottom)
+        assert used <= len(counts) + 1, (gen.task, used, len(counts))
+        ours, theirs = ours + used, theirs + len(counts)
+    assert ours < 0.75 * theirs, (ours, theirs)
