@@ -56,7 +56,7 @@ def main() -> None:
     n = 100 if args.quick else args.n
     from experiments import evaluate
     from experiments.cli.view import load_contexts
-    from experiments.report.view import write_view
+    from experiments.view.page import write_view
 
     t0 = time.perf_counter()
     result = evaluate(config(n), args.run, report=False, progress=False)

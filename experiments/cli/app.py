@@ -11,12 +11,11 @@ from experiments.cli.curve import curve
 from experiments.cli.data import data_app
 from experiments.cli.design import plan
 from experiments.cli.errors import set_debug
-from experiments.cli.judge import judge
 from experiments.cli.listing import cache_app, list_components
 from experiments.cli.quickstart import quickstart
 from experiments.cli.retrieve import chunk, retrieve
 from experiments.cli.run import RunCommand, compare, report, rescore, run, show
-from experiments.cli.score import score
+from experiments.cli.scoring import judge, score
 from experiments.cli.view import view
 
 app = typer.Typer(

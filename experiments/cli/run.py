@@ -263,7 +263,7 @@ def report(
     print_warnings(data)
     if view:
         from experiments.cli.view import load_contexts
-        from experiments.report.view import write_view
+        from experiments.view.page import write_view
 
         typer.echo(f"wrote {write_view(data, plot_paths=paths, contexts=load_contexts)}")
 
@@ -356,6 +356,6 @@ def show(
         return
     if example_id is None:
         raise typer.BadParameter("missing --id EXAMPLE_ID (or --manifest)")
-    from experiments.report.view_examples import show_example
+    from experiments.view.examples import show_example
 
     typer.echo(show_example(run_dir, example_id, config_hash=config))

@@ -21,7 +21,7 @@ def view(
 ) -> None:
     """Write RUN_DIR/view.html: scores with paired intervals, plots, failures, the example browser and every arm of
     one example side by side (kept text highlighted). No server, no network: it opens from the file."""
-    from experiments.report.view import write_view
+    from experiments.view.page import write_view
 
     path = write_view(run_dir, against=against, out=out, contexts=load_contexts)
     size = path.stat().st_size

@@ -1,4 +1,4 @@
-"""Judged rates per cell, aggregated from ``judgements.jsonl`` (written by ``experiments.run.judge``).
+"""Judged rates per cell, aggregated from ``judgements.jsonl`` (written by ``experiments.judge.judging``).
 
 The latest judgement of each prediction wins; a cell's value is the mean over
 its judged examples x 100 with a 95% bootstrap interval, and the failed

@@ -102,7 +102,7 @@ def helmet_rouge_lsum_multi_lexsum(prediction: str, ground_truth: str, *, all_cl
 
 # -- the summarization rubric (scripts/eval_gpt4_summ.py) -----------------------------------------------------------
 
-# the judge's request templates of each rubric, files of experiments/run/judge_prompts/: HELMET's prompt strings
+# the judge's request templates of each rubric, files of experiments/judge/prompts/: HELMET's prompt strings
 # (book: ∞Bench Sum, *_book; legal: Multi-LexSum) with their few-shot examples between the markers below
 RUBRICS = {
     "helmet_book": {"fluency": "helmet_fluency_book", "recall": "helmet_recall_book",

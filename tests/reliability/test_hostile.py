@@ -64,7 +64,7 @@ def test_a_full_disk_is_one_line_and_the_resume_on_more_room_loses_and_repeats_n
     assert len(keys) == len(set(keys)) == 60
     traces = (run_dir / "traces.jsonl").read_bytes().splitlines()
     assert len(traces) == len(set(traces)) == 60, "a trace line is duplicated or missing"
-    from experiments.report.view_examples import show_example
+    from experiments.view.examples import show_example
 
     for _, example_id, _ in keys:  # `ctxcomp show` works on every example
         assert "prediction" in show_example(run_dir, example_id).lower()

@@ -8,10 +8,10 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from experiments.judge.judging import judge_run, parse_keypoints, parse_scores, parse_verdict
 from experiments.report.judged import judged_cells
 from experiments.run.config import parse_config
 from experiments.run.driver import Runner
-from experiments.run.judge import judge_run, parse_keypoints, parse_scores, parse_verdict
 from testkit.fake_openai import FakeOpenAIServer, prompt_of
 
 QA = {"name": "j", "tasks": [{"name": "nq_multidoc", "synthetic": {"kind": "multidoc_qa", "n": 10, "num_docs": 3,

@@ -14,7 +14,7 @@ from experiments.data.records import Prediction
 from experiments.report.cells import load_run
 from experiments.report.tables import efficiency_table
 from experiments.report.truncation import full_context_cuts, truncation_warnings
-from experiments.report.view import build_view
+from experiments.view.page import build_view
 from tests.support.view_run import lines
 
 KINDS = {"full", "truncate", "retrieval", "summarize", "llmlingua", "top_k"}
@@ -29,7 +29,7 @@ def _by_example(run, name: str) -> dict[str, list[dict]]:
 
 def test_show_prints_every_example_of_a_run_with_every_compressor(all_arms_run):
     preds, traces = _by_example(all_arms_run, "predictions.jsonl"), _by_example(all_arms_run, "traces.jsonl")
-    failures = _by_example(all_arms_run, "failures.jsonl")
+    failures = _by_example(all_arms_run, "failures.jsonl") if (all_arms_run / "failures.jsonl").exists() else {}
     assert {r["compressor_kind"] for rs in preds.values() for r in rs} == KINDS
     runner = CliRunner()
     for ex_id, recs in preds.items():
@@ -136,7 +136,7 @@ def test_the_share_of_full_examples_a_reader_cuts_counts_only_the_full_arm():
 
 
 def test_a_kept_fragment_found_nowhere_does_not_stop_the_alignment():
-    from experiments.report.view_spans import lingua_spans
+    from experiments.view.spans import lingua_spans
 
     # LongLLMLingua drops sub-word tokens: "zzqx" is in no context word, and the words after it still align
     assert lingua_spans("alpha beta gamma delta", "zzqx beta delta") == [(6, 10), (17, 22)]

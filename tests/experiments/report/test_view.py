@@ -10,9 +10,9 @@ from typer.testing import CliRunner
 
 from experiments.cli.app import app
 from experiments.cli.view import load_contexts
-from experiments.report.view import build_view, embed_json, render_html, write_view
-from experiments.report.view_examples import encode_prompt
-from experiments.report.view_spans import lingua_spans
+from experiments.view.examples import encode_prompt
+from experiments.view.page import build_view, embed_json, render_html, write_view
+from experiments.view.spans import lingua_spans
 from tests.support.view_run import PAYLOAD, examples, kept_texts, lines, make_run
 
 BLOCK = re.compile(r'<script type="application/json" id="([^"]+)">(.*?)</script>', re.S)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from experiments.cli.view import load_contexts
-from experiments.report.view import write_view
+from experiments.view.page import write_view
 from testkit.browser import BrowserUnavailable, headless_chromium
 from tests.support.view_run import PAYLOAD, examples, kept_texts, lines, make_run
 

@@ -7,11 +7,11 @@ import json
 
 import pytest
 
+from experiments.judge.judging import judge_run
 from experiments.report.judged import judged_cells
 from experiments.report.write import write_report
 from experiments.run.config import parse_config
 from experiments.run.driver import Runner
-from experiments.run.judge import judge_run
 from testkit.fake_openai import FakeOpenAIServer
 
 

@@ -193,7 +193,7 @@ def test_a_compression_error_is_a_recorded_failure_and_the_plugin_identity_names
 
 
 def test_every_prediction_has_its_trace_and_show_prints_it(tmp_path):
-    from experiments.report.view_examples import show_example
+    from experiments.view.examples import show_example
 
     Runner(parse_config(CONFIG), tmp_path / "run", progress=False).run()
     recs = lines(tmp_path / "run")

@@ -7,7 +7,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from experiments.cli.score import score
+from experiments.cli.scoring import score
 from experiments.scoring.files import score_file
 
 app = typer.Typer()

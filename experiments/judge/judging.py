@@ -4,7 +4,7 @@ ROUGE and F1 judge open-ended answers badly; L-Eval reports pairwise
 win-rates judged by GPT-4 and HELMET replaces ROUGE with model-based scores.
 Both protocols here take any reader as the judge (in practice an
 OpenAI-compatible endpoint or fleet) and its prompts from
-``experiments/run/judge_prompts/`` (written out in docs/metrics.md):
+``experiments/judge/prompts/`` (written out in docs/metrics.md):
 
 - ``pairwise`` (L-Eval, ``Evaluation/llm_eval.py``): the judge sees the
   question, the human reference and two answers and names the better one
@@ -70,7 +70,7 @@ BATCH = 16
 
 
 def prompt(name: str) -> str:
-    return (files("experiments.run") / "judge_prompts" / f"{name}.txt").read_text(encoding="utf-8")
+    return (files("experiments.judge") / "prompts" / f"{name}.txt").read_text(encoding="utf-8")
 
 
 class Unparseable(ValueError):

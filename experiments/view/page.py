@@ -26,7 +26,7 @@ from typing import Any
 
 from core.files import write_atomic
 from experiments.report.cells import Cell, RunData, load_run
-from experiments.report.view_examples import (
+from experiments.view.examples import (
     ContextLoader,
     RunSide,
     failures_by_reason,
@@ -35,7 +35,7 @@ from experiments.report.view_examples import (
     task_blocks,
 )
 
-ASSETS = Path(__file__).with_name("view_assets")
+ASSETS = Path(__file__).with_name("assets")
 VIEW_FILE = "view.html"
 SCRIPTS = ("view.js", "view_example.js")  # one inline script, in this order
 
@@ -160,12 +160,12 @@ def build_view(run: str | Path | RunData, *, against: str | Path | None = None, 
 
 
 def render_html(meta: dict[str, Any], blocks: dict[str, Any]) -> str:
-    """The page: template, style and script from ``view_assets/``, the data blocks after them."""
+    """The page: template, style and script from ``assets/``, the data blocks after them."""
     template = (ASSETS / "view.html").read_text(encoding="utf-8")
     css = (ASSETS / "view.css").read_text(encoding="utf-8")
     js = "\n".join((ASSETS / name).read_text(encoding="utf-8") for name in SCRIPTS)
     if "</script" in js.lower() or "</style" in css.lower():
-        raise ValueError("view_assets: the script or style closes its own element")
+        raise ValueError("assets: the script or style closes its own element")
     script_hash = base64.b64encode(hashlib.sha256(js.encode("utf-8")).digest()).decode("ascii")
     data = [f'<script type="application/json" id="meta">{embed_json(meta)}</script>']
     data += [f'<script type="application/json" id="{html.escape(k)}">{embed_json(v)}</script>' for k, v in blocks.items()]

@@ -21,7 +21,7 @@ from core.errors import UserError
 from experiments.data.records import Example, Failure, Judgement, Prediction, RecordKey, Trace
 from experiments.data.store import RunDir
 from experiments.report.cells import Cell, RunData, load_traces
-from experiments.report.view_spans import arm_detail, ranked_units
+from experiments.view.spans import arm_detail, ranked_units
 
 # An item score at or above this is "right": flips compare right/wrong between the full arm and another arm.
 RIGHT = 0.5

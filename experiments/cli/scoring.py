@@ -1,8 +1,12 @@
-"""``ctxcomp judge``: an LLM judges a run's predictions (L-Eval's pairwise protocol or a HELMET-style rubric)."""
+"""Scoring predictions outside a run: ``ctxcomp score`` (the number LongBench's eval.py prints for a prediction
+file, without its folder layout) and ``ctxcomp judge`` (an LLM judges a run's predictions: L-Eval's pairwise
+protocol or a HELMET-style rubric)."""
 from __future__ import annotations
 
+import json
+import math
 from pathlib import Path
-from typing import List
+from typing import List, Optional
 
 import typer
 
@@ -15,6 +19,7 @@ from experiments.cli.errors import (
     sigterm_as_interrupt,
     user_errors,
 )
+from experiments.scoring.files import score_file
 
 
 def judge_spec(judge: str, params: list[str]) -> dict:
@@ -59,9 +64,9 @@ def judge(
                                          "(default), or without them (recorded as protocol score-no-examples)."),
 ) -> None:
     """Judge every prediction of RUN_DIR not judged yet; write judgements.jsonl and add the rates to the report."""
+    from experiments.judge.judging import judge_run
     from experiments.report.judged import judged_cells, judged_table
     from experiments.report.write import write_report
-    from experiments.run.judge import judge_run
 
     try:
         with sigterm_as_interrupt():
@@ -76,3 +81,31 @@ def judge(
     write_report(run_dir, plots=False)
     print_table(*judged_table(judged_cells(run_dir)), plain=plain_output(plain))
     exit_for_failures(stats.failed, stats.judged + stats.already_done, strict=strict, what="judgement")
+
+
+def _json_number(value: float) -> float | None:
+    return None if math.isnan(value) else value
+
+
+@user_errors
+def score(
+    file: Path = typer.Argument(..., help="LongBench-format predictions: one {pred, answers, all_classes, length} per line."),
+    dataset: str = typer.Option(..., "--dataset", help="Dataset whose metric and first-line rule apply (e.g. hotpotqa)."),
+    e: bool = typer.Option(False, "--e", help="LongBench-E: report the 0-4k / 4-8k / 8k+ buckets."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON instead of plain numbers."),
+    metric: Optional[str] = typer.Option(None, "--metric", help="Override the dataset's metric (e.g. best_subspan_em)."),
+) -> None:
+    """Score a prediction file the way LongBench's eval.py does."""
+    report = score_file(file, dataset, metric=metric, by_length=e)
+    if e:
+        buckets = report.buckets or {}
+        if json_out:
+            typer.echo(json.dumps({"dataset": dataset, "buckets": {k: _json_number(v) for k, v in buckets.items()}}))
+        else:
+            for name, value in buckets.items():
+                typer.echo(f"{name}\t{value}")
+        return
+    if json_out:
+        typer.echo(json.dumps({"dataset": dataset, "score": report.score}))
+    else:
+        typer.echo(f"{report.score}")
