@@ -25,18 +25,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from experiments.design.power import needed_n, spread
-from experiments.design.sequential import boundaries
+from experiments.design.sequential import simulate
 from experiments.report.stats import NOT_WORSE, mean_interval, noninferiority_test
+from testkit.simulated import binary, clustered, f1_like
+from testkit.simulated import trials as draw_trials
 
 
 def _se(p: float, n: int) -> float:
     return float(np.sqrt(max(p * (1 - p), 1e-12) / n))
-
-
-def clustered(rng, documents, size, rho, scale=0.3):
-    shared = rng.normal(0, np.sqrt(rho), documents).repeat(size)
-    d = scale * (shared + rng.normal(0, np.sqrt(1 - rho), documents * size))
-    return d, [f"doc{i // size}" for i in range(documents * size)]
 
 
 def part_clusters(trials: int) -> None:
@@ -47,7 +43,7 @@ def part_clusters(trials: int) -> None:
         rng = np.random.default_rng(documents * 100 + size)
         with_c = without = 0
         for _ in range(trials):
-            d, cl = clustered(rng, documents, size, rho)
+            d, cl = clustered(rng, documents * size, 0.0, size=size, rho=rho)
             a = mean_interval(d, clusters=cl, n_resamples=2_000)
             b = mean_interval(d, n_resamples=2_000)
             with_c += a.lo <= 0 <= a.hi
@@ -56,28 +52,12 @@ def part_clusters(trials: int) -> None:
               f"{_se(0.95, trials):.3f} |")
 
 
-def binary(rng, n, delta, discordant=0.3):
-    up, down = (discordant + delta) / 2, (discordant - delta) / 2
-    u = rng.random(n)
-    return np.where(u < up, 1.0, np.where(u < up + down, -1.0, 0.0)), None
-
-
-def f1_like(rng, n, delta):
-    return np.clip(rng.normal(delta, 0.25, n), -1, 1) * (rng.random(n) < 0.7) + delta * 0.3, None
-
-
-def clustered_d(rng, n, delta, size=4, rho=0.4):
-    docs = -(-n // size)
-    d = delta + 0.3 * (np.sqrt(rho) * rng.normal(size=docs).repeat(size)[:n] + np.sqrt(1 - rho) * rng.normal(size=n))
-    return d, [f"doc{i // size}" for i in range(n)]
-
-
 def part_plan(trials: int) -> None:
     print("\n## 2. Planned n against the power it reaches (margin 10 points, true difference 0, target 0.80)\n")
     print("| differences | planned n (documents) | power reached | MC SE |")
     print("| --- | --- | --- | --- |")
     for name, draw in (("0/1 (30% discordant)", binary), ("F1-like (70% non-zero, SD 0.25)", f1_like),
-                       ("clustered (4 a document, correlation 0.4)", clustered_d)):
+                       ("clustered (4 a document, correlation 0.4)", clustered)):
         rng = np.random.default_rng(11)
         pilot, cl = draw(rng, 20_000, 0.0)
         plan = needed_n(spread(pilot - pilot.mean(), cl), 10.0, delta=0.0, power=0.8)
@@ -90,26 +70,6 @@ def part_plan(trials: int) -> None:
         print(f"| {name} | {n} ({int(plan.n_clusters)}) | {wins / trials:.3f} | {_se(0.8, trials):.3f} |")
 
 
-def simulate_sequential(rng, trials, n_max, step, delta, margin, kind, cluster, spending="obrien_fleming"):
-    looks = list(range(step, n_max + 1, step))
-    c = np.array(boundaries([n / n_max for n in looks], 0.025, spending))
-    size = cluster or 1
-    docs = n_max // size
-    if kind == "binary":
-        up, down = (0.3 + delta) / 2, (0.3 - delta) / 2
-        u = rng.random((trials, n_max))
-        d = np.where(u < up, 1.0, np.where(u < up + down, -1.0, 0.0))
-    else:
-        shared = rng.normal(0, np.sqrt(0.5), (trials, docs)).repeat(size, axis=1) if cluster else 0.0
-        d = delta + 0.25 * (shared + rng.normal(0, np.sqrt(0.5) if cluster else 1.0, (trials, n_max)))
-    x = (d + margin).reshape(trials, docs, size).sum(axis=2)
-    z = np.stack([x[:, : n // size].sum(1) / np.sqrt((x[:, : n // size] ** 2).sum(1)) for n in looks], axis=1)
-    crossed = (z >= c) | (-z >= c)
-    first = np.where(crossed.any(1), crossed.argmax(1), len(looks) - 1)
-    not_worse = (z >= c)[np.arange(trials), first]
-    return not_worse, z[:, -1] >= 1.959964, np.array(looks)[first]
-
-
 def part_sequential(trials: int) -> None:
     print("\n## 3. The sequential rule: 5 looks (every 40 of 200), O'Brien-Fleming spending, one-sided alpha 0.025\n")
     print("| differences | margin | false 'not worse' at Δ = -margin: sequential / fixed | power at Δ = 0: "
@@ -118,8 +78,12 @@ def part_sequential(trials: int) -> None:
     for kind, cluster, margin in (("binary", 0, 0.1), ("binary", 0, 0.05), ("continuous", 0, 0.05),
                                   ("continuous", 4, 0.1)):
         rng = np.random.default_rng(7 + cluster)
-        false_nw, false_fixed, used_null = simulate_sequential(rng, trials, 200, 40, -margin, margin, kind, cluster)
-        seq, fixed, used = simulate_sequential(rng, trials, 200, 40, 0.0, margin, kind, cluster)
+        looks = [40, 80, 120, 160, 200]
+        null = simulate(draw_trials(rng, trials, 200, -margin, kind, cluster), looks, 100 * margin,
+                        cluster_size=cluster or 1)
+        false_nw, false_fixed, used_null = null.not_worse, null.fixed_not_worse, null.used
+        zero = simulate(draw_trials(rng, trials, 200, 0.0, kind, cluster), looks, 100 * margin, cluster_size=cluster or 1)
+        seq, fixed, used = zero.not_worse, zero.fixed_not_worse, zero.used
         name = f"{kind}" + (f", {cluster} a document" if cluster else "")
         print(f"| {name} | {100 * margin:g} | {false_nw.mean():.4f} / {false_fixed.mean():.4f} | "
               f"{seq.mean():.3f} / {fixed.mean():.3f} | "

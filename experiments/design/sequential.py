@@ -158,4 +158,32 @@ def look(sums: np.ndarray, sizes: np.ndarray, margin: float, fraction: float, bo
                 round(100 * hi, 2) if math.isfinite(hi) else math.inf, decision)
 
 
-__all__ = ["Look", "Spending", "boundaries", "look", "repeated_interval", "spent", "studentized"]
+@dataclass(frozen=True)
+class Simulated:
+    """The rule on simulated trials: per trial, whether it stopped "not worse", whether the fixed test at the
+    last look (z at or above z_{1-alpha}) says so, and how many questions it read."""
+
+    not_worse: np.ndarray
+    fixed_not_worse: np.ndarray
+    used: np.ndarray
+
+
+def simulate(differences: np.ndarray, looks: Sequence[int], margin: float, *, cluster_size: int = 1,
+             alpha: float = 0.025, spending: Spending = "obrien_fleming") -> Simulated:
+    """The sequential rule (``boundaries`` and ``studentized``) on many trials at once: ``differences`` is
+    trials x max n (0-1 scale; clusters are ``cluster_size`` consecutive questions), ``looks`` the questions read
+    at each look, the last being the maximum.  For planning a design (step, maximum n, spending) before a run,
+    and for checking its error rate and power (benchmarks/sim_stats.py, tests/experiments/design)."""
+    n_max = looks[-1]
+    c = np.array(boundaries([n / n_max for n in looks], alpha, spending))
+    count = differences.shape[0]
+    x = (differences[:, :n_max] + margin / 100).reshape(count, n_max // cluster_size, cluster_size).sum(axis=2)
+    z = np.stack([x[:, : n // cluster_size].sum(1) / np.sqrt((x[:, : n // cluster_size] ** 2).sum(1))
+                  for n in looks], axis=1)
+    crossed = (z >= c) | (-z >= c)
+    first = np.where(crossed.any(1), crossed.argmax(1), len(looks) - 1)
+    return Simulated((z >= c)[np.arange(count), first], z[:, -1] >= stats.norm.isf(alpha), np.asarray(looks)[first])
+
+
+__all__ = ["Look", "Simulated", "Spending", "boundaries", "look", "repeated_interval", "simulate", "spent",
+           "studentized"]

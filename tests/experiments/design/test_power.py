@@ -12,24 +12,9 @@ from experiments.cli.app import app
 from experiments.design.forecast import Rate, plan_run, price_of, rate
 from experiments.design.power import needed_n, power_at, spread
 from experiments.report.stats import NOT_WORSE, noninferiority_test
+from testkit.simulated import binary, clustered, f1_like
 
-
-def _binary(rng, n, delta, discordant=0.3):
-    up, down = (discordant + delta) / 2, (discordant - delta) / 2
-    u = rng.random(n)
-    return np.where(u < up, 1.0, np.where(u < up + down, -1.0, 0.0)), None
-
-
-def _f1_like(rng, n, delta):
-    # F1/ROUGE-like: many exact ties at 0, the rest continuous in [-1, 1]
-    d = np.clip(rng.normal(delta, 0.25, n), -1, 1) * (rng.random(n) < 0.7)
-    return d + delta * 0.3, None  # mean about delta
-
-
-def _clustered(rng, n, delta, size=4, rho=0.4):
-    docs = -(-n // size)
-    d = delta + 0.3 * (np.sqrt(rho) * rng.normal(size=docs).repeat(size)[:n] + np.sqrt(1 - rho) * rng.normal(size=n))
-    return d, [f"doc{i // size}" for i in range(n)]
+_binary, _f1_like, _clustered = binary, f1_like, clustered
 
 
 @pytest.mark.parametrize("draw", [_binary, _f1_like, _clustered], ids=["0/1", "f1-like", "clustered"])

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from experiments.design.grow import CostLimit, Limits, grow, load_state
-from experiments.design.sequential import boundaries, look, studentized
+from experiments.design.sequential import boundaries, look, simulate, studentized
 from experiments.run.config import parse_config
+from testkit.simulated import trials
 
 
 def test_boundaries_are_lan_demets_published_values():
@@ -26,29 +27,6 @@ def test_boundaries_are_lan_demets_published_values():
         boundaries([0.5, 0.5], 0.025)
 
 
-def _simulate(rng, trials, n_max, step, delta, margin, kind, cluster):
-    """Per trial: (stopped for "not worse" at some look, fixed-n "not worse" at n_max, n used) by the rule."""
-    looks = list(range(step, n_max + 1, step))
-    c = np.array(boundaries([n / n_max for n in looks], 0.025))
-    size = cluster or 1
-    docs = n_max // size
-    if kind == "binary":
-        up, down = (0.3 + delta) / 2, (0.3 - delta) / 2
-        u = rng.random((trials, n_max))
-        d = np.where(u < up, 1.0, np.where(u < up + down, -1.0, 0.0))
-    else:
-        shared = rng.normal(0, np.sqrt(0.5), (trials, docs)).repeat(size, axis=1) if cluster else 0.0
-        d = delta + 0.25 * (shared + rng.normal(0, np.sqrt(0.5) if cluster else 1.0, (trials, n_max)))
-    x = (d + margin).reshape(trials, docs, size).sum(axis=2)  # shifted cluster sums
-    z = np.stack([x[:, : n // size].sum(1) / np.sqrt((x[:, : n // size] ** 2).sum(1)) for n in looks], axis=1)
-    crossed_nw, crossed_w = z >= c, -z >= c
-    first = np.where((crossed_nw | crossed_w).any(1), (crossed_nw | crossed_w).argmax(1), len(looks) - 1)
-    not_worse = crossed_nw[np.arange(trials), first]
-    used = np.array(looks)[first]
-    fixed = z[:, -1] >= 1.959964
-    return not_worse, fixed, used
-
-
 @pytest.mark.parametrize("kind, cluster", [("binary", 0), ("continuous", 0), ("continuous", 4)])
 def test_the_sequential_rule_keeps_its_error_rate_and_saves_examples(kind, cluster):
     """4,000 simulated trials per setting (docs/metrics.md gives 10^4 from benchmarks/sim_stats.py): at the
@@ -56,12 +34,28 @@ def test_the_sequential_rule_keeps_its_error_rate_and_saves_examples(kind, clust
     the fixed design's at the same maximum n (no exact-alpha design that stops early can exceed it: the fixed
     test is most powerful on the same data) and the expected n is below the fixed n."""
     rng = np.random.default_rng(2024 + cluster)
-    n_max, step, margin, trials = 200, 40, 0.05 if kind == "continuous" and not cluster else 0.1, 4_000
-    false_nw, _, _ = _simulate(rng, trials, n_max, step, -margin, margin, kind, cluster)
-    assert false_nw.mean() <= 0.025 + 3 * np.sqrt(0.025 * 0.975 / trials), false_nw.mean()
-    seq, fixed, used = _simulate(rng, trials, n_max, step, 0.0, margin, kind, cluster)
-    assert seq.mean() >= fixed.mean() - 0.02, (seq.mean(), fixed.mean())
-    assert used.mean() < 0.85 * n_max, used.mean()
+    margin, count = 5.0 if kind == "continuous" and not cluster else 10.0, 4_000
+    looks = [40, 80, 120, 160, 200]
+    at_margin = simulate(trials(rng, count, 200, -margin / 100, kind, cluster), looks, margin, cluster_size=cluster or 1)
+    assert at_margin.not_worse.mean() <= 0.025 + 3 * np.sqrt(0.025 * 0.975 / count), at_margin.not_worse.mean()
+    at_zero = simulate(trials(rng, count, 200, 0.0, kind, cluster), looks, margin, cluster_size=cluster or 1)
+    assert at_zero.not_worse.mean() >= at_zero.fixed_not_worse.mean() - 0.02
+    assert at_zero.used.mean() < 0.85 * 200, at_zero.used.mean()
+
+
+def test_the_vectorized_rule_decides_as_look_does():
+    rng = np.random.default_rng(9)
+    d = trials(rng, 50, 60, -0.02, "continuous", 3)
+    looks = [15, 30, 60]
+    sim = simulate(d, looks, 5.0, cluster_size=3)
+    bounds = boundaries([0.25, 0.5, 1.0], 0.025)
+    for row, stopped, used in zip(d, sim.not_worse, sim.used):
+        for n, c in zip(looks, bounds):
+            sums = row[:n].reshape(-1, 3).sum(axis=1)
+            seen = look(sums, np.full(len(sums), 3.0), 5.0, n / 60, c)
+            if seen.decision or n == 60:
+                assert used == n and stopped == (seen.decision == "not worse")
+                break
 
 
 def test_look_decides_as_the_rule_and_its_interval_agrees():
