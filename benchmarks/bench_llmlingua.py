@@ -11,11 +11,12 @@ compressed at every grid point twice:
 - ``cached``: ``use_cache=True`` with an empty cache folder, so the first grid point of each example scores the
   ranking and the other seven re-use it.
 
-The two arms alternate which goes first from one example to the next.  It prints per arm the seconds in the
-ranking (``get_rank_results``), in the token-level pass (``iterative_compress_prompt``) and the rest
-(tokenizing, the document-level filter), their ratio, whether every output is byte-identical between the arms,
-and LongLLMLingua's share of the sweep before and after (the sweep's other work, measured in docs/findings.md,
-does not change).  The load average is printed at the start and the end: the machine is shared.
+Both arms run at each grid point in turn, the first of them alternating, so a change in the machine's load
+falls on both alike.  It prints per arm the seconds in the ranking (``get_rank_results``), in the token-level
+pass (``iterative_compress_prompt``) and the rest (tokenizing, the document-level filter), their ratio, whether
+every output is byte-identical between the arms, and LongLLMLingua's share of the sweep before and after (the
+sweep's other work, measured in docs/findings.md, does not change).  The load average is printed at the start,
+after each example and at the end: the machine is shared.
 
 Usage: ``python benchmarks/bench_llmlingua.py [--examples 2] [--budgets 256 512 1024 2048]`` (data from
 ``$CTXCOMP_DATA_DIR``, else ../shared/data beside the checkout, else the data directory: ``ctxcomp data get
@@ -42,13 +43,12 @@ PARTS = ("ranking", "token-level", "rest")
 
 
 class Split:
-    """Seconds spent in llmlingua's ranking and token-level pass, per arm (wraps the two methods once)."""
+    """Seconds spent in llmlingua's ranking and token-level pass, per call (wraps the two methods once)."""
 
     def __init__(self) -> None:
         from compressors.llmlingua import _ranking_once_class
 
-        self.seconds: dict[str, float] = defaultdict(float)
-        self.arm = ""
+        self.seconds: dict[str, float] = defaultdict(float)  # the current call's, by part
         cls = _ranking_once_class()
         for name, part in (("get_rank_results", "ranking"), ("iterative_compress_prompt", "token-level")):
             setattr(cls, name, self._timed(getattr(cls, name), part))
@@ -59,7 +59,7 @@ class Split:
             try:
                 return method(pc, *args, **kwargs)
             finally:
-                self.seconds[(self.arm, part)] += time.perf_counter() - start
+                self.seconds[part] += time.perf_counter() - start
 
         return timed
 
@@ -68,8 +68,10 @@ class Split:
 def cache_folder() -> Iterator[None]:
     """An empty ranking cache for this run: a temporary ``CTXCOMP_CACHE_DIR`` (the cache starts cold)."""
     import compressors.llmlingua as module
+    from core.paths import model_cache_root
 
     before = os.environ.get("CTXCOMP_CACHE_DIR")
+    os.environ.setdefault("CTXCOMP_MODEL_CACHE_DIR", str(model_cache_root()))  # SmolLM2 is converted once already
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["CTXCOMP_CACHE_DIR"] = tmp
         module._rankings.clear()
@@ -104,6 +106,7 @@ def main() -> None:
 
     import torch
 
+    from compressors.llmlingua import shared_ranking_cache
     from compressors.registry import make_compressor
     from readers.registry import make_reader
 
@@ -113,34 +116,42 @@ def main() -> None:
     readers = {"smollm2": make_reader("smollm2", max_context=4096).tokenizer, "extractive": make_reader("extractive").tokenizer}
     grid = [(reader, budget) for reader in readers for budget in args.budgets]
     split = Split()
-    wall: dict[str, float] = defaultdict(float)
+    wall: dict[tuple[str, str], float] = defaultdict(float)  # (arm, part) -> seconds
     texts: dict[str, list[str]] = defaultdict(list)
     with cache_folder():
         make_compressor("llmlingua", device="cpu").warm_up()  # the LM loads once, before any timing
-        for i, ex in enumerate(examples):
-            arms = ("alone", "cached") if i % 2 == 0 else ("cached", "alone")
-            for arm in arms:
-                split.arm = arm
-                for reader, budget in grid:
+        step = 0
+        for ex in examples:
+            for reader, budget in grid:  # both arms at each grid point, so a change of load hits both alike
+                line = []
+                for arm in ("alone", "cached") if step % 2 == 0 else ("cached", "alone"):
                     comp = make_compressor("llmlingua", device="cpu", use_cache=arm == "cached",
                                            tokenizer=readers[reader])
+                    split.seconds.clear()
                     start = time.perf_counter()
                     out = comp.compress(ex, budget)
-                    wall[arm] += time.perf_counter() - start
+                    took = time.perf_counter() - start
+                    parts = [split.seconds["ranking"], split.seconds["token-level"]]
+                    for part, sec in zip(PARTS, [*parts, took - sum(parts)]):
+                        wall[(arm, part)] += sec
                     texts[arm].append(out.text)
-                print(f"  {ex.id} ({len(ex.passages)} documents): alone {wall['alone']:.1f} s, cached "
-                      f"{wall['cached']:.1f} s so far", flush=True)
+                    line.append(f"{arm} {took:6.1f} s (ranking {parts[0]:5.1f}, token-level {parts[1]:5.1f})")
+                print(f"  {ex.id} {reader:>10} @{budget:<4}: {'; '.join(line)}; "
+                      f"LM tokens kept {out.trace.get('lm_tokens_out', '-')}", flush=True)
+                step += 1
+            print(f"  load average {os.getloadavg()[0]:.2f}", flush=True)
+        rankings = shared_ranking_cache()
+        print(f"ranking cache of the cached arm: {rankings.misses} scored, {rankings.hits} served")
 
     calls = len(examples) * len(grid)
     print(f"\nLongLLMLingua, SmolLM2 on CPU: {len(examples)} example(s) x {len(readers)} readers x budgets "
           f"{'/'.join(map(str, args.budgets))} = {calls} compressions per arm")
     print(f"{'arm':<8} {'total s':>9} {'per call s':>11} " + " ".join(f"{p + ' s':>14}" for p in PARTS))
+    total = {arm: sum(wall[(arm, part)] for part in PARTS) for arm in ("alone", "cached")}
     for arm in ("alone", "cached"):
-        parts = [split.seconds[(arm, "ranking")], split.seconds[(arm, "token-level")]]
-        parts.append(wall[arm] - sum(parts))
-        print(f"{arm:<8} {wall[arm]:>9.1f} {wall[arm] / calls:>11.2f} "
-              + " ".join(f"{s:>8.1f} ({100 * s / wall[arm]:>2.0f}%)" for s in parts))
-    ratio = wall["alone"] / wall["cached"]
+        print(f"{arm:<8} {total[arm]:>9.1f} {total[arm] / calls:>11.2f} "
+              + " ".join(f"{wall[(arm, p)]:>8.1f} ({100 * wall[(arm, p)] / total[arm]:>2.0f}%)" for p in PARTS))
+    ratio = total["alone"] / total["cached"]
     print(f"alone / cached: {ratio:.2f}x; outputs byte-identical: {texts['alone'] == texts['cached']}")
     after = LLMLINGUA_MINUTES / ratio
     print(f"the sweep (docs/findings.md: {LLMLINGUA_MINUTES:.0f} of {SWEEP_MINUTES:.0f} min LongLLMLingua): "
