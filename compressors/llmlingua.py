@@ -45,6 +45,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, PositiveInt
@@ -200,10 +201,14 @@ def shared_ranking_cache() -> RankingCache:
 
 
 class _PairCacheModel:
-    """Calls a causal LM with the (key, value)-pair cache format llmlingua 0.2.2 was written for."""
+    """Calls a causal LM with the (key, value)-pair cache format llmlingua 0.2.2 was written for, under the cache
+    keyword the model's forward names (``past_key_values`` through transformers 5.17, ``cache`` by 5.24)."""
 
     def __init__(self, model: Any) -> None:
+        from readers.hf import ModelKeywords
+
         self.model = model
+        self.cache_keyword = ModelKeywords.of(model).forward_cache or "past_key_values"
 
     def __call__(self, input_ids: Any, attention_mask: Any = None, past_key_values: Any = None, use_cache: bool = True) -> Any:
         from transformers import Cache, DynamicCache
@@ -212,10 +217,12 @@ class _PairCacheModel:
             pairs = [(k, v) for k, v in past_key_values]
             legacy = getattr(DynamicCache, "from_legacy_cache", None)  # transformers 4; gone in 5
             past_key_values = legacy(pairs) if legacy is not None else DynamicCache(pairs)
-        out = self.model(input_ids, attention_mask=attention_mask, past_key_values=past_key_values, use_cache=use_cache)
-        if isinstance(out.past_key_values, Cache):
-            out.past_key_values = [(layer[0], layer[1]) for layer in out.past_key_values]
-        return out
+        out = self.model(input_ids, attention_mask=attention_mask, use_cache=use_cache,
+                         **{self.cache_keyword: past_key_values})
+        cache = getattr(out, self.cache_keyword)
+        if isinstance(cache, Cache):
+            cache = [(layer[0], layer[1]) for layer in cache]
+        return SimpleNamespace(logits=out.logits, past_key_values=cache)  # all llmlingua's causal-LM path reads
 
 
 @functools.cache

@@ -10,12 +10,27 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && ! command -v chro
         || echo "note: chromium could not be installed; the browser test of ctxcomp view will skip" >&2
 fi
 # llama.cpp (the llama_cpp backend, the gemma3 reader and the real-server test) is built from PyPI's source package
-# with cmake and g++: about 19 minutes on 2 busy cores the first time, then pip's wheel cache installs the built
-# wheel in seconds. A machine that cannot build it still runs the suite: those tests skip and say why.
-if ! .venv/bin/python -c "import llama_cpp, uvicorn, fastapi, sse_starlette, starlette_context, pydantic_settings" 2>/dev/null; then
+# with cmake and g++: about 19 minutes on 2 busy cores the first time. It is built for any x86-64 with AVX2
+# (GGML_NATIVE=OFF), never with -march=native: a native wheel taken from pip's cache on a host with other AVX-512
+# extensions stops the test process with "Illegal instruction" (it did, and CI hung on the crashed worker). The
+# portable wheel is kept in ctxcomp's own folder, since pip's cache may hold a native build of the same version.
+# A machine that cannot build it still runs the suite: those tests skip and say why.
+llama_version=0.3.36
+llama_wheels="${XDG_CACHE_HOME:-$HOME/.cache}/ctxcomp/wheels/llama-cpp-python-$llama_version-avx2"
+llama_stamp=".venv/.ctxcomp-llama-cpp-$llama_version-avx2"
+if [ ! -f "$llama_stamp" ] \
+    || ! .venv/bin/python -c "import llama_cpp, uvicorn, fastapi, sse_starlette, starlette_context, pydantic_settings" 2>/dev/null; then
     torch_before=$(.venv/bin/python -c "import torch; print(torch.__version__)")
-    CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) nice -n 10 .venv/bin/python -m pip install --quiet "llama-cpp-python[server]==0.3.36" \
-        || echo "note: llama-cpp-python could not be built; the llama.cpp tests will skip" >&2
+    if ! ls "$llama_wheels"/llama_cpp_python-"$llama_version"-*.whl >/dev/null 2>&1; then
+        CMAKE_ARGS="-DGGML_NATIVE=OFF" CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) nice -n 10 .venv/bin/python -m pip wheel \
+            --quiet --no-deps --no-cache-dir --no-binary llama-cpp-python -w "$llama_wheels" "llama-cpp-python==$llama_version" \
+            || echo "note: llama-cpp-python could not be built; the llama.cpp tests will skip" >&2
+    fi
+    if ls "$llama_wheels"/llama_cpp_python-"$llama_version"-*.whl >/dev/null 2>&1; then
+        .venv/bin/python -m pip uninstall --quiet --yes llama-cpp-python >/dev/null 2>&1 || true
+        .venv/bin/python -m pip install --quiet --no-cache-dir --find-links "$llama_wheels" \
+            "llama-cpp-python[server]==$llama_version" && touch "$llama_stamp"
+    fi
     [ "$(.venv/bin/python -c "import torch; print(torch.__version__)")" = "$torch_before" ] \
         || { echo "error: installing llama-cpp-python changed torch" >&2; exit 1; }
 fi

@@ -92,7 +92,7 @@ def test_the_budget_sweep_runs_end_to_end_and_its_report_has_every_tradeoff_tabl
                   "How much can go: non-inferiority against full", "The smallest non-inferior budget",
                   "Document order minus score order at equal budgets", "Chunks kept and score along each retrieval"):
         assert f"## {title}" in md, title
-    assert "p Holm (family of" in md and "verdict (margin 5)" in md
+    assert "p Holm (family of" in md and "verdict (margin 5, one-sided α 0.025)" in md
     assert any(p.name == "tradeoff_extractive.png" for p in plots)
     for name in ("budget", "cost", "break_even", "frontier", "noninferiority", "smallest_noninferior", "order", "chunks"):
         assert (out / "tables" / f"{name}.csv").is_file(), name
