@@ -18,6 +18,7 @@ from experiments.cli.errors import (
     sigterm_as_interrupt,
     user_errors,
 )
+from experiments.cli.scores import print_scores, print_warnings
 
 
 class RunCommand(TyperCommand):
@@ -215,26 +216,6 @@ def print_plan(config, run_dir: Path, *, plain: bool) -> None:
         + (f" + about {summaries} summarizer calls" if summaries else "")
         + f"; prompt tokens: {sum(r.prompt_tokens for r in rows):,}"
     )
-
-
-def print_scores(data, *, plain: bool = True) -> None:
-    """Print the score table of a reported run (``RunData``; Markdown pastes into a paper draft or an issue as is)."""
-    from experiments.report.tables import score_table
-
-    run_dir = data.run_dir
-    print_table(*score_table(data.cells, data.items()), plain=plain)
-    print_warnings(data)
-    plots = sorted((Path(run_dir) / "plots").glob("*")) if (Path(run_dir) / "plots").is_dir() else []
-    typer.echo(f"report: {Path(run_dir) / 'report.md'}" + (f"; {len(plots)} plot file(s) in {Path(run_dir) / 'plots'}"
-                                                           if plots else ""))
-
-
-def print_warnings(data) -> None:
-    """What a reader of the scores must know first, on stderr: one line per (reader, task) whose window cut `full`."""
-    from experiments.report.truncation import truncation_warnings
-
-    for line in truncation_warnings(data.predictions):
-        typer.echo(f"warning: {line}", err=True)
 
 
 @user_errors
