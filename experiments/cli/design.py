@@ -78,7 +78,7 @@ def run_until_decided(config, run_dir: Path, *, step: Optional[int], max_n: Opti
     counts = summary(outcome.state)
     typer.echo("decided: " + ", ".join(f"{k} {v}" for k, v in counts.items() if v is not None))
     if report:
-        from experiments.cli.scores import print_scores
+        from experiments.cli.errors import print_scores
         from experiments.report.write import write_report
 
         data = load_run(run_dir)

@@ -14,11 +14,12 @@ from experiments.cli.errors import (
     exit_for_failures,
     parse_overrides,
     plain_output,
+    print_scores,
     print_table,
+    print_warnings,
     sigterm_as_interrupt,
     user_errors,
 )
-from experiments.cli.scores import print_scores, print_warnings
 
 
 class RunCommand(TyperCommand):
