@@ -211,7 +211,9 @@ def grow(config: RunConfig, run_dir: str | Path, limits: Limits, *, margin: floa
         previous = state["looks"][-1]["n"] if state["looks"] else {t: 0 for t in caps}
         open_cells = [c for c in cells if not state["cells"][c.key]["decision"]]
         if not open_cells:
-            state["stopped"] = "every cell decided"
+            open_at_end = sum(state["cells"][c.key]["decision"] not in ("not worse", "worse") for c in cells)
+            state["stopped"] = ("every cell decided" if not open_at_end else
+                                f"every cell decided or at its maximum n ({open_at_end} of {len(cells)} not decided)")
             break
         growing = [c for c in open_cells if n[c.task] > previous[c.task]]
         if not growing:

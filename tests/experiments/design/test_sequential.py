@@ -106,6 +106,9 @@ def test_a_run_grows_until_each_cell_is_decided_and_reads_only_undecided_cells(g
     out = grown
     state = load_state(out.run_dir)
     assert state == out.state and state["stopped"]
+    not_decided = sum(c["decision"] not in ("not worse", "worse") for c in state["cells"].values())
+    assert (state["stopped"] == "every cell decided") == (not not_decided)  # never "decided" over open cells
+    assert not not_decided or f"({not_decided} of {len(state['cells'])} not decided)" in state["stopped"]
     looks = state["looks"]
     assert [l["n"]["natural_question"] for l in looks] == [12 * (k + 1) for k in range(len(looks))]
     preds = [json.loads(l) for l in (out.run_dir / "predictions.jsonl").read_text().splitlines()]
