@@ -298,6 +298,15 @@ def summary_lines(data: RunData, analysis: Analysis) -> list[tuple[str, str]]:
                       f"{len(compressed)} compressed cells: better in {len(better)}, worse in {len(worse)}"
                       + (f"; better: {_named(better)}" if better else "") + (f"; worse: {_named(worse)}" if worse else "")
                       + "."))
+    sequential = analysis.tables.get("sequential", ([], []))[1]
+    if sequential:
+        decisions = [row[-1] for row in sequential]
+        decided = {d: decisions.count(d) for d in ("not worse", "worse")}
+        lines.append(("Decided as the run grew", f"{decided['not worse']} not worse than full, {decided['worse']} "
+                      f"worse, {len(decisions) - sum(decided.values())} not decided of {len(decisions)} cells, by "
+                      "the sequential rule (alpha spending over the looks): these are the run's verdicts. The tests "
+                      "under 'How much can go' re-test the last look's data as if it were looked at once, which "
+                      "after repeated looks controls no error rate: in this run they are descriptive."))
     if analysis.noninferiority:
         verdicts = [r["verdict"] for r in analysis.noninferiority]
         kept = [" ".join(filter(None, [r["arm"].line, budget_text(r["arm"].budget), "on", r["arm"].cell.task]))

@@ -189,6 +189,10 @@ def test_the_report_of_a_grown_run_shows_its_looks_and_what_error_is_controlled(
     md, _ = write_report(grown.run_dir, plots=False)
     assert "Decided as the run grew" in md and "repeated 95% CI" in md
     assert "keep α per cell across its repeated looks" in md
+    summary = md.split("Detailed tables follow")[0]
+    decisions = [c["decision"] for c in grown.state["cells"].values()]
+    assert (f"**Decided as the run grew**: {decisions.count('not worse')} not worse than full, "
+            f"{decisions.count('worse')} worse") in summary and "in this run they are descriptive" in summary
     assert "Holm's adjustment controls the family-wise error" in md
     rows = (grown.run_dir / "tables" / "sequential.csv").read_text().splitlines()
     assert len(rows) == 1 + len(grown.state["cells"])
