@@ -37,26 +37,32 @@ def plan(
                                 "(0.025: the report's 95% intervals)."),
     price: List[str] = typer.Option([], "--price", help="NAME=IN,OUT: dollars per million tokens for a reader "
                                     "label or model name (repeatable; beside the config's `prices:`)."),
+    delta: float = typer.Option(0.0, "--delta", help="The true difference to plan for, in points (default 0: "
+                                "the arm as good as full; never the pilot's own noisy estimate)."),
     plain: bool = typer.Option(False, "--plain", help="Plain Markdown tables (the default when stdout is not a terminal)."),
 ) -> None:
-    """For every cell and task average: the clustered spread of its difference to full, the n (and documents)
-    a non-inferiority verdict needs at the observed difference and at 0, and what reading that n costs."""
+    """For every cell and task average: the pilot's difference to full and its spread, the n (and documents)
+    a non-inferiority verdict needs at an assumed true difference (--delta, default 0) with the report's own
+    test, the power it reaches there, and what reading that n costs."""
     from experiments.design.forecast import plan_run, plan_table
 
-    rows, settings = plan_run(run_dir, margin=margin, power=power, alpha=alpha, prices=parse_prices(price))
+    rows, settings = plan_run(run_dir, margin=margin, power=power, alpha=alpha, prices=parse_prices(price),
+                              delta=delta)
     if not rows:
         raise UserError(f"{run_dir} has no compressed cell paired with a full-context cell: nothing to plan")
-    header, body = plan_table(rows)
+    header, body = plan_table(rows, delta)
     print_table(header, body, plain=plain_output(plain),
                 title=f"What a verdict needs: margin {settings['margin']:g} points, power {power:g}, one-sided "
                       f"alpha {alpha:g}, documents as in the pilot")
-    typer.echo("n: examples (documents); SD: per-example spread with the documents' correlation; costs count the "
-               "arm and full for every example added, at the pilot's per-example calls, tokens, seconds of "
-               "generations not served by the cache, and prices (docs/metrics.md, 'Planning n').")
+    typer.echo("n: examples (documents); spread: answers that changed (0/1 scores; the plan takes a 90% upper "
+               "bound of that share) or the per-example SD with the documents' correlation; power: the report's "
+               "test at the planned n (exact for 0/1 scores, simulated otherwise, a lower bound for an average); "
+               "costs count the arm and full for every example added, at the pilot's per-example calls, tokens, "
+               "seconds of generations not served by the cache, and prices (docs/metrics.md, 'Planning n').")
 
 
 def run_until_decided(config, run_dir: Path, *, step: Optional[int], max_n: Optional[int], max_cost: Optional[str],
-                      spending: str, report: bool, plain: bool) -> None:
+                      report: bool, plain: bool) -> None:
     """``ctxcomp run CONFIG --until-decided``: grow the samples until every cell is decided
     (``experiments.design.grow``), then write the report and print what was decided."""
     from experiments.cli.errors import sigterm_as_interrupt
@@ -67,8 +73,7 @@ def run_until_decided(config, run_dir: Path, *, step: Optional[int], max_n: Opti
     say = lambda message: typer.echo(message, err=True)  # noqa: E731
     held = load_state(run_dir)
     limits = Limits.from_dict(held["settings"]) if held is not None and step is None else Limits(
-        step=step or 10, max_n=max_n, max_cost=CostLimit.parse(max_cost) if max_cost else None,
-        spending=spending)  # type: ignore[arg-type]
+        step=step or 10, max_n=max_n, max_cost=CostLimit.parse(max_cost) if max_cost else None)
     try:
         with sigterm_as_interrupt():
             outcome = grow(config, run_dir, limits, notify=say)

@@ -56,12 +56,11 @@ def run(
     workers: Optional[int] = typer.Option(None, "--workers", help="Ray actors (default: the cluster's CPUs)."),
     strict: bool = typer.Option(False, "--strict", help="Exit 1 if any example failed (default: only if all did)."),
     until_decided: bool = typer.Option(False, "--until-decided", help="Grow each task's sample by --step until every "
-                                       "cell is decided against full (group-sequential, docs/metrics.md)."),
+                                       "cell is decided against full (anytime-valid betting test, docs/metrics.md)."),
     step: Optional[int] = typer.Option(None, "--step", help="Questions a task's sample grows by per step (default 10)."),
     max_n: Optional[int] = typer.Option(None, "--max-n", help="The most questions per task (default: the task's pool)."),
     max_cost: Optional[str] = typer.Option(None, "--max-cost", help="Stop before a step that would pass this: $5, "
                                            "2h, 90min or 1000calls."),
-    spending: str = typer.Option("obrien_fleming", "--spending", help="Alpha spending: obrien_fleming or pocock."),
 ) -> None:
     """Run an evaluation grid; predictions are appended and the run can be resumed.
 
@@ -89,7 +88,7 @@ def run(
     if until_decided or (resume is not None and sequential_run(run_dir)):
         from experiments.cli.design import run_until_decided
 
-        run_until_decided(cfg, Path(run_dir), step=step, max_n=max_n, max_cost=max_cost, spending=spending,
+        run_until_decided(cfg, Path(run_dir), step=step, max_n=max_n, max_cost=max_cost,
                           report=report, plain=plain_output(plain))
         return
     if step is not None or max_n is not None or max_cost is not None:

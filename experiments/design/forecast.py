@@ -1,13 +1,16 @@
 """``ctxcomp plan``: from a finished (pilot) run, the n every cell's verdict needs and what that n costs.
 
 For every (task, compressor, budget, reader) cell against full, and for each compressor line's average over
-the tasks it ran on: the pilot's paired difference and its clustered spread, the examples and documents a
-non-inferiority verdict at the margin needs with the given power (``experiments.design.power``), at the
-observed difference and at a difference of 0, and the cost of getting there from the pilot's n: reader and
-summarizer calls, prompt tokens, hours on this machine and dollars.  Costs per example come from the pilot
-itself: calls and tokens as recorded, seconds from the predictions a model made in the pilot (cache hits left
-out: they measure the cache, not the model), dollars from token counts and a price per million tokens.
-Growing a cell means reading more examples with the arm and with full, so both are counted.
+the tasks it ran on: the pilot's paired difference, and the documents a non-inferiority verdict at the
+margin needs with the given power at an assumed true difference (``--delta``, default 0: a plan made at the
+pilot's own noisy difference chases its luck), computed with the report's own test and allowing for the
+pilot's uncertainty about the spread (``experiments.inference.power``); the power the test reaches there;
+and the cost of getting there from the pilot's n: reader and summarizer calls, prompt tokens, hours on this
+machine and dollars.  A plan never asks for more documents than the task's pool holds: past that it says
+the task cannot decide the cell at this margin.  Costs per example come from the pilot itself: calls and
+tokens as recorded, seconds from the predictions a model made in the pilot (cache hits left out: they
+measure the cache, not the model), dollars from token counts and a price per million tokens.  Growing a cell
+means reading more examples with the arm and with full, so both are counted.
 """
 from __future__ import annotations
 
@@ -21,10 +24,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import yaml
 
 from experiments.data.records import Prediction, budget_text
-from experiments.design.power import NeededN, Spread, needed_n, spread
+from experiments.inference.power import Pilot, Plan, needed, needed_for_average, pilot
 from experiments.report.cells import cluster_keys, format_n, load_run
 from experiments.report.stats import ALPHA
 from experiments.report.tradeoff import Arm, arms, compared
@@ -106,11 +110,11 @@ def format_cost(r: Rate) -> str:
     return ", ".join(parts)
 
 
-def _n(need: NeededN) -> str:
+def _n(need: Plan) -> str:
     if need.n != need.n:
         return "—"
     if math.isinf(need.n):
-        return "not reachable"
+        return need.note or "not reachable"
     return format_n(int(math.ceil(need.n)), int(need.n_clusters)) + (f" ({need.note})" if need.note else "")
 
 
@@ -120,36 +124,43 @@ class PlanRow:
     reader: str
     compressor: str
     budget: str
-    spread: Spread
-    observed: NeededN
-    at_zero: NeededN
+    pilot: Pilot
+    plan: Plan
     per_example: Rate  # the arm's and full's together
+    pilots: tuple[Pilot, ...] = ()  # an average row's tasks
 
-    def cost(self, need: NeededN) -> Rate:
-        extra = need.n - self.spread.n
+    def cost(self, need: Plan) -> Rate:
+        have = self.pilot.n if not self.pilots else min(p.n for p in self.pilots)
+        extra = need.n - have
         if extra != extra or math.isinf(extra):
             nan = float("nan")
             return Rate(nan, nan, nan, nan, nan, nan)
         return self.per_example * max(0.0, math.ceil(extra))
 
     def cells(self) -> list[str]:
-        s = self.spread
-        return [self.task, self.reader, self.compressor, self.budget, format_n(s.n, s.n_clusters),
-                f"{100 * s.delta:+.2f}", f"{100 * s.sd:.1f}", _n(self.observed), format_cost(self.cost(self.observed)),
-                _n(self.at_zero), format_cost(self.cost(self.at_zero))]
+        p = self.pilot
+        spread = (f"{p.discordant} of {p.n} changed" if p.binary else
+                  "—" if p.sd != p.sd else f"SD {100 * p.sd:.1f}")
+        power = "—" if self.plan.power != self.plan.power else f"{self.plan.power:.2f}"
+        return [self.task, self.reader, self.compressor, self.budget, format_n(p.n, p.n_clusters),
+                f"{100 * p.delta:+.2f}", spread, _n(self.plan), power, format_cost(self.cost(self.plan))]
 
 
-HEADER = ["task", "reader", "compressor", "budget", "n (docs)", "Δ vs full", "SD (clustered)",
-          "n needed at Δ observed", "cost to get there", "n needed at Δ = 0", "cost to get there"]
+def header(delta: float) -> list[str]:
+    return ["task", "reader", "compressor", "budget", "pilot n (docs)", "Δ vs full (pilot)", "spread",
+            f"n needed at Δ = {delta:g}", "power there (the report's test)", "cost to get there"]
 
 
 def plan_run(run_dir: str | Path, *, margin: float | None = None, power: float = 0.8, alpha: float = ALPHA,
-             prices: Mapping[str, Mapping[str, float]] | None = None) -> tuple[list[PlanRow], dict[str, Any]]:
-    """The plan of every cell and of each line's task average; and the settings used (margin from the run)."""
+             prices: Mapping[str, Mapping[str, float]] | None = None,
+             delta: float = 0.0) -> tuple[list[PlanRow], dict[str, Any]]:
+    """The plan of every cell and of each line's task average at the assumed ``delta`` (points); and the
+    settings used (margin from the run)."""
     data = load_run(run_dir)
     margin = float(data.manifest.get("margin", 5.0)) if margin is None else margin
     config_prices = _config_prices(Path(run_dir))
     config_prices.update(prices or {})
+    pools = _pools(Path(run_dir))
     points = {p["config_hash"]: p for p in data.manifest.get("points", [])}
     items = data.items()
     all_arms = arms(data)
@@ -164,38 +175,54 @@ def plan_run(run_dir: str | Path, *, margin: float | None = None, power: float =
         full_items = items.get((base.cell.task, base.cell.config_hash), {})
         arm_items = items.get((a.cell.task, a.cell.config_hash), {})
         ids = sorted(set(full_items) & set(arm_items))
-        s = spread([arm_items[i] - full_items[i] for i in ids], cluster_keys(ids, full_items, arm_items))
+        p = pilot([full_items[i] for i in ids], [arm_items[i] for i in ids], cluster_keys(ids, full_items, arm_items))
+        documents, largest = pools.get(a.cell.task, (None, None))
         per_example = rate(a.recs, price(a)) + rate(base.recs, price(base))
-        rows.append(PlanRow(a.cell.task, a.cell.reader, a.line, budget_text(a.budget) or "—", s,
-                            needed_n(s, margin, power=power, alpha=alpha),
-                            needed_n(s, margin, delta=0.0, power=power, alpha=alpha), per_example))
+        rows.append(PlanRow(a.cell.task, a.cell.reader, a.line, budget_text(a.budget) or "—", p,
+                            needed(p, margin, delta=delta, power=power, alpha=alpha, pool=documents,
+                                   max_cluster=largest), per_example))
         per_task[(a.cell.reader, a.cell.compressor)].append((base, a))
-    rows += _averages(per_task, rows, margin, power, alpha)
-    return rows, {"margin": margin, "power": power, "alpha": alpha}
+    rows += _averages(per_task, rows, margin, power, alpha, delta, pools)
+    return rows, {"margin": margin, "power": power, "alpha": alpha, "delta": delta}
 
 
 def _averages(per_task: dict[tuple[str, str], list[tuple[Arm, Arm]]], rows: Sequence[PlanRow], margin: float,
-              power: float, alpha: float) -> list[PlanRow]:
-    """A line's average over its tasks, each task weighted equally and growing by the same n: the average's
-    variance per example is (1/K^2) sum tau_s^2 / m_s, planned as one sample of that spread."""
+              power: float, alpha: float, delta: float, pools: Mapping[str, tuple[int, int]]) -> list[PlanRow]:
+    """A line's average over its tasks, each task weighted equally and growing by the same number of
+    documents (``needed_for_average``: the power it promises is a lower bound)."""
     by_cell = {(r.task, r.reader, r.compressor, r.budget): r for r in rows}
     out = []
     for (reader, _), pairs in per_task.items():
         if len(pairs) < 2:
             continue
         mine = [by_cell[(a.cell.task, reader, a.line, budget_text(a.budget) or "—")] for _, a in pairs]
-        if any(r.spread.n == 0 or not r.spread.cluster_sd == r.spread.cluster_sd for r in mine):
-            continue
-        k = len(mine)
-        sd = math.sqrt(sum(r.spread.cluster_sd ** 2 / r.spread.mean_size for r in mine)) / k
-        n = min(r.spread.n for r in mine)
-        s = Spread(n, n, statistics.fmean(r.spread.delta for r in mine), sd, 1.0)
+        pilots = tuple(r.pilot for r in mine)
+        plan = needed_for_average(pilots, margin, delta=delta, power=power, alpha=alpha,
+                                  pools=[pools.get(r.task, (None, None))[0] for r in mine])
         per_example = functools.reduce(operator.add, (r.per_example for r in mine))
         first = mine[0]
-        out.append(PlanRow(f"average of {k} tasks (n per task)", reader, first.compressor, first.budget, s,
-                           needed_n(s, margin, power=power, alpha=alpha),
-                           needed_n(s, margin, delta=0.0, power=power, alpha=alpha), per_example))
+        merged = Pilot(*(np.concatenate([getattr(p, f) for p in pilots]) for f in ("sums", "sizes")),
+                       all(p.binary for p in pilots), sum(p.discordant for p in pilots), sum(p.n for p in pilots))
+        out.append(PlanRow(f"average of {len(mine)} tasks (n per task)", reader, first.compressor, first.budget,
+                           merged, plan, per_example, pilots))
     return out
+
+
+def _pools(run_dir: Path) -> dict[str, tuple[int, int]]:
+    """Per task of the run's config: the documents its pool holds and the most questions one holds; empty
+    when the config's data cannot be read here (a plan then says nothing of the pool)."""
+    from experiments.data.store import CONFIG
+    from experiments.design.grow import pools
+    from experiments.run.config import parse_config
+
+    path = run_dir / CONFIG
+    if not path.is_file():
+        return {}
+    try:
+        config = parse_config(yaml.safe_load(path.read_text(encoding="utf-8")) or {})
+        return {task: (documents, largest) for task, (documents, largest) in pools(config, documents=True).items()}
+    except Exception:  # noqa: BLE001 - the data moved or is not fetched: plan without the cap
+        return {}
 
 
 def _config_prices(run_dir: Path) -> dict[str, Mapping[str, float]]:
@@ -208,8 +235,8 @@ def _config_prices(run_dir: Path) -> dict[str, Mapping[str, float]]:
     return dict(data.get("prices") or {})
 
 
-def plan_table(rows: Sequence[PlanRow]) -> Table:
-    return HEADER, [r.cells() for r in rows]
+def plan_table(rows: Sequence[PlanRow], delta: float = 0.0) -> Table:
+    return header(delta), [r.cells() for r in rows]
 
 
-__all__ = ["HEADER", "PlanRow", "Rate", "format_cost", "plan_run", "plan_table", "price_of", "rate"]
+__all__ = ["PlanRow", "Rate", "format_cost", "header", "plan_run", "plan_table", "price_of", "rate"]

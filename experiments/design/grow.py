@@ -4,8 +4,8 @@
 A fixed-n run spends as many reader calls on a cell that is clearly fine after 40 questions as on one at the
 edge.  Here each task's nested sample (``sample:``, ``experiments.data.sampling``) grows by ``step`` questions
 at a time; after each step every compressed cell that is not yet decided is tested against full with the
-group-sequential rule of ``experiments.design.sequential`` (alpha spending, so the repeated looks keep the
-error rate at alpha), and a decided cell gets no more examples: later steps read only the undecided cells and
+anytime-valid betting rule of ``experiments.design.sequential`` (however many looks are taken, each cell's
+error stays at alpha), and a decided cell gets no more examples: later steps read only the undecided cells and
 the full context they are compared with.  Because a larger sample holds the smaller one, every generation of an
 earlier step is kept, and the run directory is an ordinary run that ``report``, ``show`` and ``view`` read.
 
@@ -33,17 +33,15 @@ from experiments.data.provenance import MANIFEST, read_manifest
 from experiments.data.records import Prediction
 from experiments.data.store import RunDir
 from experiments.design.forecast import price_of, rate
-from experiments.design.sequential import Spending, boundaries, look
+from experiments.design.sequential import NOT_DECIDED_AT_MAX, look
 from experiments.report.cells import cluster_keys, item_scores
-from experiments.report.stats import ALPHA, MIN_CLUSTERS, UNINFORMATIVE, as_units
-from experiments.report.tradeoff import floor_or_ceiling
+from experiments.report.stats import ALPHA, UNINFORMATIVE, as_units, at_edge
 from experiments.run.config import RunConfig
 from experiments.run.driver import Runner, RunStats
 from experiments.run.grid import GridPoint, expand_grid
 from experiments.run.sections import SampleConfig
 
 KEY = "sequential"
-NOT_DECIDED_AT_MAX = "cannot tell at the maximum n"
 CostUnit = Literal["usd", "hours", "calls"]
 _COST = re.compile(r"^\s*\$?\s*(\d+(?:\.\d+)?)\s*(usd|\$|h|hours?|min|minutes?|calls?)?\s*$", re.IGNORECASE)
 
@@ -85,7 +83,6 @@ class Limits:
     max_n: int | None = None
     max_cost: CostLimit | None = None
     alpha: float = ALPHA
-    spending: Spending = "obrien_fleming"
 
     def __post_init__(self) -> None:
         if self.step < 1:
@@ -94,14 +91,14 @@ class Limits:
             raise UserError(f"--max-n ({self.max_n}) must be at least --step ({self.step})")
 
     def as_dict(self) -> dict[str, Any]:
-        return {"step": self.step, "max_n": self.max_n, "alpha": self.alpha, "spending": self.spending,
+        return {"step": self.step, "max_n": self.max_n, "alpha": self.alpha,
                 "max_cost": None if self.max_cost is None else asdict(self.max_cost)}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Limits":
         cost = data.get("max_cost")
         return cls(int(data["step"]), data.get("max_n"), CostLimit(**cost) if cost else None,
-                   float(data.get("alpha", ALPHA)), data.get("spending", "obrien_fleming"))
+                   float(data.get("alpha", ALPHA)))
 
 
 @dataclass(frozen=True)
@@ -116,6 +113,12 @@ class Cell:
     @property
     def key(self) -> str:
         return f"{self.task}\x1f{self.config_hash}"
+
+
+def first_sizes(config: RunConfig, limits: Limits) -> dict[str, int]:
+    """Each task's sample at the first look: the config's own ``sample: {n: ...}`` where it gives one (a run
+    starts from the sample the config asks for), else one step."""
+    return {t.key: (t.sample.n if t.sample is not None and t.sample.n else limits.step) for t in config.tasks}
 
 
 def growable(config: RunConfig, limits: Limits) -> RunConfig:
@@ -157,13 +160,23 @@ def cells_of(config: RunConfig, grid: list[GridPoint]) -> list[Cell]:
 
 def pool_sizes(config: RunConfig) -> dict[str, int]:
     """How many questions each task's file (or generator) holds: the most a sample can take."""
+    return {key: size for key, (size, _) in pools(config).items()}
+
+
+def pools(config: RunConfig, *, documents: bool = False) -> dict[str, tuple[int, int]]:
+    """Per task: the questions its file (or generator) holds (``documents``: the documents), and the most one
+    of its documents holds (what bounds a document's sum in the betting test)."""
+    from collections import Counter
+
     from experiments.run.examples import load_task_examples
 
-    sizes = {}
+    out = {}
     for task in config.tasks:
         bare = task.model_copy(update={"sample": None, "sweep": None, "open_domain": None, "chunks": None})
-        sizes[task.key] = len(load_task_examples(bare))
-    return sizes
+        examples = load_task_examples(bare)
+        per_document = Counter(e.cluster or e.id for e in examples)
+        out[task.key] = (len(per_document) if documents else len(examples), max(per_document.values(), default=1))
+    return out
 
 
 @dataclass
@@ -192,24 +205,29 @@ def grow(config: RunConfig, run_dir: str | Path, limits: Limits, *, margin: floa
         limits = held
         margin = float(state["margin"])
     margin = config.margin if margin is None else margin
+    start = first_sizes(config, limits)
     config = growable(config, limits)
     grid = expand_grid(config)
     cells = cells_of(config, grid)
     if not cells:
         raise UserError("--until-decided needs at least one compressed arm beside `full` to decide")
-    pools = pool_sizes(config)
-    caps = {t: min(pools[t], limits.max_n or pools[t]) for t in pools}
+    sizes = pools(config)
+    caps = {t: min(sizes[t][0], limits.max_n or sizes[t][0]) for t in sizes}
     state = state or {"settings": limits.as_dict(), "margin": margin, "max_n": caps, "looks": [],
+                      "largest_document": {t: sizes[t][1] for t in sizes},
                       "cells": {c.key: {"task": c.task, "config_hash": c.config_hash, "full_hash": c.full_hash,
-                                        "fractions": [], "decision": "", "look": None} for c in cells},
+                                        "documents": [], "decision": "", "look": None} for c in cells},
                       "stopped": None}
     state["stopped"] = None
     runs: list[RunStats] = []
     while True:
         k = len(state["looks"]) + 1
-        n = {t: min(limits.step * k, caps[t]) for t in caps}
         previous = state["looks"][-1]["n"] if state["looks"] else {t: 0 for t in caps}
         open_cells = [c for c in cells if not state["cells"][c.key]["decision"]]
+        open_tasks = {c.task for c in open_cells}
+        # a task whose cells are all decided stays where it is; the others take one more step
+        n = {t: (min(start[t], caps[t]) if not previous[t] else
+                 min(previous[t] + limits.step, caps[t]) if t in open_tasks else previous[t]) for t in caps}
         if not open_cells:
             open_at_end = sum(state["cells"][c.key]["decision"] not in ("not worse", "worse") for c in cells)
             state["stopped"] = ("every cell decided" if not open_at_end else
@@ -245,26 +263,34 @@ def grow(config: RunConfig, run_dir: str | Path, limits: Limits, *, margin: floa
 
 def _look(run_dir: Path, growing: list[Cell], n: dict[str, int], caps: dict[str, int], margin: float,
           limits: Limits, state: dict[str, Any]) -> dict[str, Any]:
-    """Test every growing cell at this look and record the decisions."""
+    """Test every growing cell at this look and record the decisions.
+
+    The betting test reads a cell's documents in the order they entered its sample (those of earlier looks
+    first, as they were; each step's new documents by key, an order fixed before their scores are seen), so
+    each look extends the same wealth path and the running maximum over it keeps Ville's guarantee."""
     items = item_scores(RunDir(run_dir).predictions.read())
     k = len(state["looks"]) + 1
     rows = []
     for c in growing:
         record = state["cells"][c.key]
-        fraction = n[c.task] / caps[c.task]
-        record["fractions"].append(round(fraction, 6))
-        boundary = boundaries(record["fractions"], limits.alpha, limits.spending)[-1]
         full, arm = items.get((c.task, c.full_hash), {}), items.get((c.task, c.config_hash), {})
         ids = sorted(set(full) & set(arm))
         if not ids:
             rows.append({"task": c.task, "config_hash": c.config_hash, "n": 0, "decision": "no pairs"})
             continue
-        units = as_units([arm[i] - full[i] for i in ids], clusters=cluster_keys(ids, full, arm))
-        seen = look(units.sums, units.sizes, margin, fraction, boundary)
-        flat = floor_or_ceiling({i: full[i] for i in ids}, {i: arm[i] for i in ids})
-        decision = seen.decision if seen.n_clusters >= MIN_CLUSTERS and not flat else ""
-        if not decision and fraction >= 1:
-            decision = UNINFORMATIVE.format(100 if full[ids[0]] == 1 else 0) if flat else NOT_DECIDED_AT_MAX
+        keys = cluster_keys(ids, full, arm)
+        documents = record.setdefault("documents", [])
+        known = set(documents)
+        documents.extend(sorted({d for d in keys if d not in known}))
+        rank = {d: i for i, d in enumerate(documents)}
+        ordered = sorted(range(len(ids)), key=lambda j: (rank[keys[j]], ids[j]))
+        units = as_units([arm[ids[j]] - full[ids[j]] for j in ordered], clusters=[keys[j] for j in ordered])
+        seen = look(units.sums, units.sizes, margin, alpha=limits.alpha,
+                    bound=state.get("largest_document", {}).get(c.task))
+        edge = at_edge(sum(full[i] for i in ids) / len(ids), margin)
+        decision = seen.decision if edge is None else ""
+        if not decision and n[c.task] >= caps[c.task]:
+            decision = UNINFORMATIVE.format(edge) if edge is not None else NOT_DECIDED_AT_MAX
         if decision:
             record["decision"], record["look"] = decision, k
         rows.append({"task": c.task, "config_hash": c.config_hash, **asdict(seen), "decision": decision})
@@ -342,4 +368,4 @@ def summary(state: dict[str, Any]) -> dict[str, Any]:
             "stopped": state.get("stopped")}
 
 
-__all__ = ["KEY", "CostLimit", "Limits", "Outcome", "grow", "load_state", "summary"]
+__all__ = ["KEY", "NOT_DECIDED_AT_MAX", "CostLimit", "Limits", "Outcome", "grow", "load_state", "summary"]

@@ -18,10 +18,10 @@ with a percentile bootstrap interval.  A point with no scored example is
 ``null`` with its reason, never NaN.
 
 Where the reader saturates (``saturation``) is a test, not a reading of the
-means: the smallest k whose accuracy is not below the best k's by more than
-the run's margin, each k tested against the best by the budget sweep's paired
-non-inferiority test (``cells.noninferiority_vs``) and walked down from the
-best k by the same fixed-sequence rule (docs/protocols.md).
+means: the smallest k whose accuracy is not below that of any larger k by more
+than the run's margin (an intersection-union test of the budget sweep's paired
+non-inferiority tests, ``cells.noninferiority_vs``), walked down from the
+largest k, which the config fixes before any score is seen (docs/protocols.md).
 """
 from __future__ import annotations
 
@@ -78,7 +78,7 @@ from experiments.report.tradeoff import (
 )
 
 CSV_COLUMNS = ("task", "reader", "k", "recall", "recall_ci_lo", "recall_ci_hi", "accuracy", "ci_lo", "ci_hi", "n",
-               "failed", "note", "vs_best", "vs_best_ci_lo", "vs_best_ci_hi", "vs_best_verdict", "saturation_k")
+               "failed", "note", "vs_largest", "vs_largest_ci_lo", "vs_largest_ci_hi", "vs_largest_verdict", "saturation_k")
 MARGIN = 5.0  # points, when a run's manifest names none (experiments.run.sections.DEFAULT_MARGIN; report/ cannot import run/)
 
 
@@ -105,12 +105,13 @@ class CurveRow:
 
 @dataclass(frozen=True)
 class Saturation:
-    """Where one (task, reader) curve saturates, decided by paired non-inferiority against the best k.
+    """Where one (task, reader) curve saturates, decided without looking first (``saturation_k``).
 
-    ``k``: the smallest k shown not worse than ``best_k`` by more than ``margin`` points (``best_k`` itself when
-    the next smaller k is shown worse, or when it is the smallest k); None when the test cannot tell at this n.
-    ``tests``: each other k against the best (``noninferiority_vs``: delta, interval, verdict), for the tables.
-    ``ladder``: why the walk down from the best stopped.
+    ``k``: the smallest k shown not worse than every larger k by more than ``margin`` points, walking down from
+    the largest k (None when the k just below the largest is not shown so).  ``reference_k``: the largest k, the
+    reference fixed by the config before any score is seen.  ``best_k``: the k with the highest accuracy
+    (descriptive: picked after looking, never tested against).  ``tests``: each smaller k against the largest
+    k (delta, interval, verdict), for the tables.  ``ladder``: why the walk down stopped.
     """
 
     task: str
@@ -120,14 +121,18 @@ class Saturation:
     margin: float
     tests: dict[int, NonInferiority]
     ladder: str
+    reference_k: int = 0
+    rising: bool = False  # the k below the largest was shown worse than it: no saturation up to the largest k
 
     @property
     def text(self) -> str:
-        return CANNOT_TELL if self.k is None else str(self.k)
+        if self.k is not None:
+            return str(self.k)
+        return f"not reached by k = {self.reference_k}" if self.rising else CANNOT_TELL
 
     @property
     def test(self) -> NonInferiority | None:
-        """The saturation k against the best k (None when they are the same k, or when it cannot tell)."""
+        """The saturation k against the largest k (None when they are the same k, or when it cannot tell)."""
         return None if self.k is None else self.tests.get(self.k)
 
 
@@ -135,11 +140,14 @@ def saturation_k(scores_by_k: Mapping[int, Mapping[str, float]], margin: float, 
                  reader: str = "") -> Saturation:
     """The saturation k of one curve from its item scores by k (``Scores`` by example id, in [0, 1]).
 
-    The best k is the one with the highest accuracy (the smallest such k on a tie).  Every other k is tested
-    against it on the questions both answered (``noninferiority_vs``, the budget sweep's test, clustered as it
-    clusters); then, as the budget sweep walks its budget ladder (``tradeoff.fixed_sequence``), the ks below
-    the best are taken from the largest down while each is "not worse", so the family-wise error of the walk
-    stays at the test's alpha.  The best k is picked after looking, which only makes "not worse" harder to show.
+    Picking the best k from the data and testing the smaller k against it is biased: the winner of a noisy
+    race is, on average, luckier than it is good, and a rising curve read that way says "saturated" at a k
+    that is not (docs/protocols.md gives the simulation).  So nothing is picked.  A k is called saturated when
+    it is not worse than *every* larger k by more than the margin: the intersection-union test (Berger 1982),
+    each paired comparison at the test's alpha with no adjustment, since all of them must reject.  The ks are
+    taken from the largest down and the walk goes on only while each k passes (the fixed-sequence procedure of
+    ``tradeoff.fixed_sequence``), so the chance of calling any k saturated that is in fact worse than a larger
+    k by the margin stays at alpha.  Each comparison is ``noninferiority_vs``, valid for bounded scores.
     """
     if not scores_by_k:
         raise ValueError("saturation_k needs at least one k with scores")
@@ -147,17 +155,30 @@ def saturation_k(scores_by_k: Mapping[int, Mapping[str, float]], margin: float, 
     if not accuracy:
         raise ValueError("saturation_k needs at least one scored example")
     best = min(accuracy, key=lambda k: (-accuracy[k], k))
-    tests = {k: noninferiority_vs(scores_by_k[best], scores_by_k[k], margin) for k in sorted(accuracy) if k != best}
-    chosen, ladder = best, "the best k is the smallest k"
-    for k in sorted((k for k in tests if k < best), reverse=True):
-        verdict = tests[k].verdict
-        if verdict != NOT_WORSE:
-            ladder = f"stopped at k={k}: {verdict}"
-            if chosen == best and verdict != WORSE:
-                chosen = None  # the next smaller k may be as good: where it saturates is not known
+    ks = sorted(accuracy)
+    largest = ks[-1]
+    cache: dict[tuple[int, int], NonInferiority] = {}
+
+    def against(larger: int, k: int) -> NonInferiority:
+        if (larger, k) not in cache:
+            cache[(larger, k)] = noninferiority_vs(scores_by_k[larger], scores_by_k[k], margin)
+        return cache[(larger, k)]
+
+    tests = {k: against(largest, k) for k in ks[:-1]}
+    chosen, ladder, rising = largest, "the largest k is the only k", False
+    for i in range(len(ks) - 2, -1, -1):
+        k = ks[i]
+        failed = next(((bigger, against(bigger, k)) for bigger in ks[i + 1:]
+                       if against(bigger, k).verdict != NOT_WORSE), None)
+        if failed is not None:
+            bigger, test = failed
+            ladder = f"stopped at k={k}: against k={bigger}, {test.verdict}"
+            if chosen == largest:
+                rising = test.verdict == WORSE and bigger == largest
+                chosen = None
             break
         chosen, ladder = k, "every smaller k passed"
-    return Saturation(task, reader, best, chosen, margin, tests, ladder)
+    return Saturation(task, reader, best, chosen, margin, tests, ladder, largest, rising)
 
 
 def _k_of(point: Mapping[str, Any]) -> int | None:
@@ -216,7 +237,7 @@ def _vs_best(test: NonInferiority | None) -> str:
 
 def curve_contrasts(data: RunData, sat: Mapping[tuple[str, str], Saturation] | None = None) -> Table:
     """Largest k against smallest k on each curve, paired on the question, for recall and for accuracy; and
-    the saturation k with its test against the best k.
+    the saturation k with its test against the largest k.
 
     Both ends are fixed by the config, not picked after looking, so the
     interval means what it says: whether giving the reader more passages
@@ -226,7 +247,8 @@ def curve_contrasts(data: RunData, sat: Mapping[tuple[str, str], Saturation] | N
     sat = saturation(data) if sat is None else sat
     margin = next(iter(sat.values())).margin if sat else run_margin(data)
     header = ["task", "reader", "k", "recall change", "p (recall)", "accuracy change", "p (accuracy)", "n",
-              "best k", f"saturation k (margin {margin:g})", "saturation k - best k [95% CI]", "ladder"]
+              "best k (descriptive)", f"saturation k (margin {margin:g})", "saturation k - largest k [95% CI]",
+              "ladder"]
     body = []
     for task, reader in dict.fromkeys((t, rd) for t, rd, _ in sorted(groups)):
         ks = sorted(k for t, rd, k in groups if (t, rd) == (task, reader))
@@ -248,16 +270,15 @@ def curve_contrasts(data: RunData, sat: Mapping[tuple[str, str], Saturation] | N
 
 
 def curve_table(rows: Sequence[CurveRow], sat: Mapping[tuple[str, str], Saturation]) -> Table:
-    """The curve's points, each k against the best k of its curve, and the saturation k marked."""
-    header = ["task", "reader", "k", "recall@k", "accuracy@k [95% CI]", "n", "failed", "k - best k [95% CI]",
+    """The curve's points, each k against the largest k of its curve, and the saturation k marked."""
+    header = ["task", "reader", "k", "recall@k", "accuracy@k [95% CI]", "n", "failed", "k - largest k [95% CI]",
               "saturation k"]
     ci = lambda v, c: "—" if v is None else f"{v:.1f} [{c[0]:.1f}, {c[1]:.1f}]"  # noqa: E731
     body = []
     for r in rows:
         s = sat.get((r.task, r.reader))
         test = s.tests.get(r.k) if s else None
-        mark = "" if s is None else "◀" if s.k == r.k else f"{CANNOT_TELL} (best k = {s.best_k})" if (
-            s.k is None and r.k == s.best_k) else ""
+        mark = "" if s is None else "◀" if s.k == r.k else s.text if (s.k is None and r.k == s.reference_k) else ""
         body.append([r.task, r.reader, str(r.k), ci(r.recall, r.recall_ci), ci(r.accuracy, r.accuracy_ci), str(r.n),
                      str(r.failed), f"{_vs_best(test)} {test.verdict}" if test and test.n else "", mark])
     return header, body
@@ -265,7 +286,7 @@ def curve_table(rows: Sequence[CurveRow], sat: Mapping[tuple[str, str], Saturati
 
 def write_curve(rows: Sequence[CurveRow], sat: Mapping[tuple[str, str], Saturation], out_dir: Path, *,
                 plots: bool = True) -> list[Path]:
-    """curve.csv (empty cells, never NaN; each k against its curve's best k, and the saturation k), curve.json
+    """curve.csv (empty cells, never NaN; each k against its curve's largest k, and the saturation k), curve.json
     (with the saturation of each curve) and curve.png/.svg."""
     out_dir.mkdir(parents=True, exist_ok=True)
     csv_path = out_dir / "curve.csv"
@@ -280,13 +301,14 @@ def write_curve(rows: Sequence[CurveRow], sat: Mapping[tuple[str, str], Saturati
                              opt(r.recall_ci and r.recall_ci[1]), opt(r.accuracy), opt(r.accuracy_ci and r.accuracy_ci[0]),
                              opt(r.accuracy_ci and r.accuracy_ci[1]), r.n, r.failed, r.note,
                              opt(test and test.delta), opt(test and test.lo), opt(test and test.hi),
-                             test.verdict if test else ("best k" if s and r.k == s.best_k else ""),
+                             test.verdict if test else ("largest k" if s and r.k == s.reference_k else ""),
                              "" if s is None else s.text])
     finite = lambda v: v if v == v and abs(v) != float("inf") else None  # noqa: E731
     payload = {"rows": [asdict(r) for r in rows],
-               "saturation": [{"task": s.task, "reader": s.reader, "k": s.k, "best_k": s.best_k, "margin": s.margin,
+               "saturation": [{"task": s.task, "reader": s.reader, "k": s.k, "best_k": s.best_k,
+                               "reference_k": s.reference_k, "margin": s.margin,
                                "verdict": s.text, "ladder": s.ladder,
-                               "vs_best": None if s.test is None else {"delta": finite(s.test.delta), "lo": finite(s.test.lo),
+                               "vs_largest": None if s.test is None else {"delta": finite(s.test.delta), "lo": finite(s.test.lo),
                                                                         "hi": finite(s.test.hi), "p": finite(s.test.p),
                                                                         "n": s.test.n}}
                               for s in sat.values()]}
@@ -324,7 +346,7 @@ class Panel:
     full: dict[str, Any] | None
 
 
-def panels(all_arms: Sequence[Arm], items: Items) -> list[Panel]:
+def panels(all_arms: Sequence[Arm], items: Items, margin: float = 5.0) -> list[Panel]:
     """Per reader: a panel per task and one for the average over the tasks every line ran on (a line that
     misses a task is left out of the average), each point with its paired band and whether it is on the
     frontier."""
@@ -341,7 +363,7 @@ def panels(all_arms: Sequence[Arm], items: Items) -> list[Panel]:
                 point = _point(a.tokens, a.cell.score, pd, a)
                 if base is not None:
                     point["informative"] = not floor_or_ceiling(items.get((task, base.cell.config_hash), {}),
-                                                                items.get((task, a.cell.config_hash), {}))
+                                                                items.get((task, a.cell.config_hash), {}), margin)
                 lines[a.line].append(point)
             out.append(_panel(task, reader, lines, base and _full_point(base, items)))
         if len(tasks) > 1:
@@ -428,7 +450,7 @@ def tradeoff_analysis(data: RunData) -> tuple[dict[str, Table], list[dict[str, A
         "budget": budget_table(all_arms),
         "cost": cost_table(all_arms),
         "break_even": break_even_table(all_arms),
-        "frontier": frontier_table(panels(all_arms, items)),
+        "frontier": frontier_table(panels(all_arms, items, margin)),
         "noninferiority": noninferiority_table(rows, margin),
         "smallest_noninferior": smallest_noninferior_table(rows),
         "sequential": sequential_table(data),
@@ -441,7 +463,7 @@ def write_tradeoff_plots(data: RunData, out_dir: Path) -> list[Path]:
     """``tradeoff_<reader>.png/.svg``: one figure per reader, a panel per task and the task average."""
     from experiments.report.plots import plot_tradeoff
 
-    all_panels = panels(arms(data), data.items())
+    all_panels = panels(arms(data), data.items(), run_margin(data))
     paths: list[Path] = []
     for reader in dict.fromkeys(p.reader for p in all_panels):
         mine = [p for p in all_panels if p.reader == reader and (p.lines or p.full)]

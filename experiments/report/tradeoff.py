@@ -37,6 +37,7 @@ from experiments.report.stats import (
     NOT_WORSE,
     NonInferiority,
     PairedDelta,
+    at_edge,
     format_delta,
     holm,
 )
@@ -110,12 +111,11 @@ def arms(data: RunData) -> list[Arm]:
     return out
 
 
-def floor_or_ceiling(full: Mapping[str, float], arm: Mapping[str, float]) -> bool:
-    """Whether full and the arm score 0 on every example both hold, or 1 on every one: no comparison can be
-    made at a floor or a ceiling (the non-inferiority verdict is "uninformative" there)."""
+def floor_or_ceiling(full: Mapping[str, float], arm: Mapping[str, float], margin: float) -> bool:
+    """Whether full's mean over the examples both hold lies within ``margin`` points of the metric's floor or
+    ceiling, where the margin cannot fail and the non-inferiority verdict is "uninformative" (``at_edge``)."""
     ids = set(full) & set(arm)
-    values = {full[i] for i in ids} | {arm[i] for i in ids}
-    return bool(ids) and (values == {0.0} or values == {1.0})
+    return bool(ids) and at_edge(statistics.fmean(full[i] for i in ids), margin) is not None
 
 
 def full_arms(all_arms: Sequence[Arm]) -> dict[tuple[str, str], Arm]:
@@ -387,8 +387,8 @@ def chunks_table(all_arms: Sequence[Arm], items: Items) -> Table:
 
 def sequential_table(data: RunData) -> Table:
     """The looks of a run that grew until each cell was decided (``ctxcomp run --until-decided``; its manifest's
-    ``sequential`` entry): per cell, the last look it was read at, its n and documents there, the studentized
-    statistic against the look's boundary, the repeated 95% interval and the decision (empty for a fixed-n run)."""
+    ``sequential`` entry): per cell, the last look it was read at, its n and documents there, the log-wealth of
+    each betting test against log(1/alpha), the confidence sequence and the decision (empty for a fixed-n run)."""
     from experiments.data.provenance import read_manifest
 
     state = read_manifest(data.run_dir).get("sequential") if (data.run_dir / "manifest.json").is_file() else None
@@ -400,8 +400,9 @@ def sequential_table(data: RunData) -> Table:
     for seen in state["looks"]:
         for row in seen["cells"]:
             latest[(row["task"], row["config_hash"])] = {**row, "look": seen["look"]}
-    header = ["task", "reader", "compressor", "budget", "looks", "n (docs) at the last look", "Z (not worse)",
-              "boundary", "Δ vs full [repeated 95% CI]", "decision"]
+    header = ["task", "reader", "compressor", "budget", "looks", "n (docs) at the last look",
+              "log-wealth (not worse)", "log-wealth (worse)", "threshold log(1/α)", "Δ vs full [95% confidence sequence]",
+              "decision"]
     body = []
     for key, row in latest.items():
         cell = label.get(key)
@@ -409,7 +410,8 @@ def sequential_table(data: RunData) -> Table:
         interval = f"{row.get('delta', float('nan')):+.2f} [{_bound(row.get('lo', -np.inf))}, {_bound(row.get('hi', np.inf))}]"
         body.append([key[0], cell.reader if cell else "", cell.compressor if cell else key[1], budget or "—",
                      str(row["look"]), format_n(row.get("n", 0), row.get("n_clusters", 0)),
-                     f"{row.get('z_not_worse', float('nan')):+.2f}", f"{row.get('boundary', float('nan')):.2f}",
+                     f"{row.get('log_wealth_not_worse', float('nan')):.2f}",
+                     f"{row.get('log_wealth_worse', float('nan')):.2f}", f"{row.get('threshold', float('nan')):.2f}",
                      interval, state["cells"].get(f"{key[0]}\x1f{key[1]}", {}).get("decision") or row["decision"] or
                      "open"])
     return header, body

@@ -206,37 +206,41 @@ NOTES = {
                   "interval wholly within 10 ms per example is below what a run's timing resolves: that budget is "
                   "neither, and a line where every budget is has no break-even to find. Model "
                   "tokens: every token the compressor's models and the reader read or wrote, mean per example.",
-    "noninferiority": "One test per row (docs/metrics.md): the one-sided sign-flip test, over documents, of "
-                      "Δ <= -margin at α = 0.025; the interval is the one that test inverts, so verdict, interval and "
-                      "p agree: not worse when p <= α (the lower bound above -margin), worse when the mirror test "
-                      "rejects (the upper bound below -margin), too few documents under 6, uninformative when full "
-                      "and the row both score 0 (or 100) everywhere, else cannot tell at this n. Holm's adjustment "
-                      "runs over the family of every test in this table (each task × reader × compressed row "
-                      "against the full row of its task and reader).",
+    "noninferiority": "One test per row (docs/metrics.md): a one-sided test of Δ <= -margin at α = 0.025 that "
+                      "holds its level for any bounded scores at any n (exact for independent 0/1 scores, betting "
+                      "over documents otherwise); the interval is the one its two one-sided tests invert, so verdict, "
+                      "interval and p agree: not worse when the lower bound is above -margin, worse when the upper "
+                      "bound is below it, too few documents under 6, uninformative when full scores within the "
+                      "margin of 0 or 100 (the margin cannot fail there), else cannot tell at this n. Holm's "
+                      "adjustment runs over the family of every informative test in this table (each task × reader "
+                      "× compressed row against the full row of its task and reader).",
     "smallest_noninferior": "The fixed-sequence procedure: the largest budget is tested first, each at α, and the "
                             "ladder goes down only while a budget is shown not worse; the family-wise error over a "
                             "line's budgets stays at α.",
     "sequential": "The run grew each task's sample until each cell was decided: after every step the undecided "
-                  "cells were tested against full with O'Brien-Fleming (or Pocock) alpha spending, so the repeated "
-                  "looks keep the error at α; Z is the studentized sign-flip statistic over documents, the interval "
-                  "the repeated confidence interval at the last look. A decided cell got no more examples.",
+                  "cells were tested against full by betting over documents, an anytime-valid test (a cell is "
+                  "decided once its log-wealth reaches log(1/α), which under the null happens with probability at "
+                  "most α however often it is looked at); the interval is the confidence sequence at the last look. "
+                  "A decided cell got no more examples.",
     "chunks": "The peak is the budget with the best score, picked after looking; an inverted U needs both "
               "differences to exclude 0.",
 }
-CURVE_NOTE = ("Each k against the best k of its curve: the paired non-inferiority test of the budget sweep (its "
+CURVE_NOTE = ("Each k against the largest k of its curve: the paired non-inferiority test of the budget sweep (its "
               "interval and verdict at the run's margin). The saturation k (◀) is the smallest k shown not worse "
-              "than the best, walking down from the best k while each k passes; \"cannot tell at this n\" where the "
-              "k below the best is neither shown not worse nor worse (docs/protocols.md).")
+              "than every larger k, walking down from the largest k (fixed by the config before any score is "
+              "seen) while each k passes; the best k is shown for reading only, never tested against, since a k "
+              "picked after looking is luckier than it is good (docs/protocols.md).")
 
 
 SCORES_NOTE = (
     "Scores are 100 x the task's metric (named in each column; LongBench rounding). In parentheses: the "
     "difference to the full-context row of the same reader, paired over the examples both scored, with its "
-    "95% bootstrap interval (10,000 resamples of whole documents where questions share one); `*` marks an "
-    "interval that excludes 0 (never under 6 documents); `[reader cut N%]`: the "
+    "95% interval (the exact test for independent 0/1 scores, the betting test over documents otherwise: valid "
+    "at any n, docs/metrics.md); `*` marks an interval that excludes 0 (never under 6 documents); "
+    "`[reader cut N%]`: the "
     "reader's own window cut N% of the cell's prompts. Averages over tasks "
     "are paired on (task, example); an arm that ran on fewer tasks than the full-context row averages its own "
-    "tasks (said in the cell), and its delta is paired on those tasks. n per cell, p-values (paired sign-flip test) and "
+    "tasks (said in the cell), and its delta is paired on those tasks. n per cell, p-values (of the same test) and "
     "the intervals are in `scores.csv`. Each cell averages the lines of `predictions.jsonl` with its `task` and "
     "`config_hash` (see the efficiency table for the hash of each row).")
 MAX_NAMED = 6  # a summary line names at most this many rows, then says how many more
@@ -264,7 +268,7 @@ def error_control_statement(analysis: Analysis) -> str:
                  f"family-wise error at {ALPHA:g}: {survive} of the {shown} 'not worse' verdicts survive it")
     sequential = analysis.tables.get("sequential", ([], []))[1]
     if sequential:
-        text += ("; a sequential run's decisions keep α per cell across its repeated looks (alpha spending)")
+        text += ("; a sequential run's decisions keep α per cell across its repeated looks (anytime-valid betting)")
     return text + ("; the smallest non-inferior budget controls the family-wise error over each compressor's "
                    "budgets (the fixed-sequence procedure).")
 
@@ -291,20 +295,20 @@ def summary_lines(data: RunData, analysis: Analysis) -> list[tuple[str, str]]:
                                 "`ctxcomp run --resume` retries them)."))
     lines += [("Warning", f"{w}.") for w in truncation_warnings(data.predictions)]
     compressed = [c for c in cells if not c.is_full and c.paired is not None]
-    if compressed:
+    sequential = analysis.tables.get("sequential", ([], []))[1]
+    if compressed and not sequential:  # a sequential run's headline is its decisions (below), not a re-test
         better = [f"{c.compressor} on {c.task} ({c.delta_paired:+.2f})" for c in compressed if c.paired.lo > 0]
         worse = [f"{c.compressor} on {c.task} ({c.delta_paired:+.2f})" for c in compressed if c.paired.hi < 0]
         lines.append(("Against full context", f"the paired 95% interval excludes 0 in {len(better) + len(worse)} of "
                       f"{len(compressed)} compressed cells: better in {len(better)}, worse in {len(worse)}"
                       + (f"; better: {_named(better)}" if better else "") + (f"; worse: {_named(worse)}" if worse else "")
                       + "."))
-    sequential = analysis.tables.get("sequential", ([], []))[1]
     if sequential:
         decisions = [row[-1] for row in sequential]
         decided = {d: decisions.count(d) for d in ("not worse", "worse")}
         lines.append(("Decided as the run grew", f"{decided['not worse']} not worse than full, {decided['worse']} "
                       f"worse, {len(decisions) - sum(decided.values())} not decided of {len(decisions)} cells, by "
-                      "the sequential rule (alpha spending over the looks): these are the run's verdicts. The tests "
+                      "the sequential rule (anytime-valid betting over the looks): these are the run's verdicts. The tests "
                       "under 'How much can go' re-test the last look's data as if it were looked at once, which "
                       "after repeated looks controls no error rate: in this run they are descriptive."))
     if analysis.noninferiority:
@@ -324,8 +328,8 @@ def summary_lines(data: RunData, analysis: Analysis) -> list[tuple[str, str]]:
     for s in analysis.saturation.values():
         vs = s.test
         lines.append((f"Saturation ({s.task}, {s.reader})",
-                      f"k = {s.text} (best k = {s.best_k}"
-                      + (f"; k = {s.k} minus best: {vs.delta:+.2f} [{vs.lo:+.2f}, {vs.hi:+.2f}]" if vs else "")
+                      f"k = {s.text} (largest k = {s.reference_k}, best k = {s.best_k}"
+                      + (f"; k = {s.k} minus largest: {vs.delta:+.2f} [{vs.lo:+.2f}, {vs.hi:+.2f}]" if vs else "")
                       + f"; {s.ladder})."))
     lines.append(("Error control", error_control_statement(analysis)))
     return lines

@@ -1,5 +1,8 @@
 """Large cells: resampling through the counts of distinct values gives the direct methods' answers, fast.
 
+These are the descriptive resampling statistics (``experiments.inference.resampling``): intervals of
+seconds and tokens, and the sign flip of the sharp null; scores' intervals come from the valid tests.
+
 The expected values come from the definitions, not from the code under test: a percentile bootstrap of a mean
 of n 0/1 values is the quantile of Binomial(n, p)/n (computed with scipy's binomial quantiles), and a sign-flip
 test of k differences of +1 and m of -1 (the rest 0) is a two-sided binomial test on k of k + m.
@@ -8,8 +11,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from experiments.report import stats as ours
-from experiments.report.stats import LARGE_N, mean_interval, paired_delta, sign_flip_p_value
+from experiments.inference import resampling as ours
+from experiments.inference.resampling import LARGE_N, sign_flip_p_value
+from experiments.inference.resampling import bootstrap_delta as paired_delta
+from experiments.inference.resampling import bootstrap_mean as mean_interval
 
 
 def test_below_large_n_nothing_changes_and_above_it_the_fast_path_is_taken(monkeypatch):
@@ -82,15 +87,25 @@ def test_sign_flip_p_value_of_a_large_continuous_sample_is_the_normal_tail():
 
 
 @pytest.mark.parametrize("n", [300, 3_000])
-def test_noninferiority_p_at_either_side_of_large_n_is_the_normal_tail(n):
+def test_noninferiority_at_either_side_of_the_exact_limit_keeps_its_level(n):
+    """At 300 pairs the exact test decides, above ``EXACT_MAX_N`` the betting test: each p-value is at least
+    the normal tail of the z-test (both are valid, the z-test is not), and both sides agree on the verdict
+    when the evidence is strong."""
+    from experiments.inference.paired import EXACT_MAX_N
+    from experiments.report.stats import NOT_WORSE, noninferiority_test
+
     positive, negative = int(0.32 * n), int(0.31 * n)  # arm - full: +1, -1, the rest ties
-    d = np.zeros(n)
-    d[:positive], d[positive:positive + negative] = 1.0, -1.0
-    margin = 1.0  # points
-    x = d + margin / 100
-    expected = _flip_normal_p(x, two_sided=False)
-    assert 0.02 < expected < 0.6
-    assert ours.noninferiority_test(np.zeros(n), d, margin).p == pytest.approx(expected, abs=0.02)
+    full = np.zeros(n)
+    full[positive:positive + negative] = 1.0
+    arm = np.zeros(n)
+    arm[:positive] = 1.0
+    test = noninferiority_test(full, arm, 1.0)
+    d = arm - full
+    z = (d.mean() + 0.01) / (d.std() / np.sqrt(n))
+    assert test.p >= stats.norm.sf(z) - 1e-3
+    assert test.method == ("exact" if n <= EXACT_MAX_N else "betting")
+    strong = noninferiority_test(full, arm, 20.0)
+    assert strong.verdict == NOT_WORSE
 
 
 def _direct_bootstrap(x, rng, resamples=2_000):

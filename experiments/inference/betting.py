@@ -1,0 +1,114 @@
+"""Tests and confidence sets for a bounded mean by betting (Waudby-Smith & Ramdas 2024, "Estimating means of
+bounded random variables by betting", JRSS B 86(1):1-27).
+
+To test H0 "E[X] <= 0" for X >= -A, a gambler starts with wealth 1 and at step i stakes a fraction
+lambda_i in [0, c/A] (c < 1) chosen from the past only: K_i = K_{i-1} (1 + lambda_i X_i).  Under H0, K is a
+nonnegative supermartingale, so by Ville's inequality P(sup_i K_i >= 1/alpha) <= alpha: the test may be
+looked at after every observation and stopped at any time (anytime-valid), and nothing about X's shape
+is assumed beyond its lower bound -- not symmetry, not a normal limit.  That is the property the
+"not worse" verdicts need: with rare one-sided losses the shifted differences are skewed, and a test that
+assumes symmetry says "not worse" far too often.
+
+The unit here is a document (a cluster of questions): X_c = S_c - delta n_c, the sum of the paired
+differences of its n_c questions less delta per question, so the null is about the question-weighted mean
+(the estimand the report prints) while documents are the independent draws (``sample: {by: document}``).
+Each difference lies in [-r, r], so X_c >= -(r + delta) N with N the largest document's question count.
+
+- The stake (``stakes``): lambda_i = mu_{i-1} / (sigma2_{i-1} + mu_{i-1}^2), clipped to [0, c] on the
+  scale of A: the approximate growth-rate-optimal bet ("aGRAPA", WSR sec. B.3), with the running mean and
+  variance shrunk towards 0 and 1/4 by one pseudo-observation.
+- ``one_sided_e``: K_n, averaged over B seeded random orders of the units at fixed n (a mean of e-values is
+  an e-value: the average removes the dependence of one bet sequence on the order, WSR sec. 6).
+- ``sequence_log_wealth``: log K_i along one order (the sampling order), for sequential looks.
+- ``bounds``: the confidence interval both one-sided tests invert, on a grid of delta refined by bisection.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+CAP = 0.75  # the largest stake, as a share of 1/A: a loss of A costs at most 75% of the wealth
+PERMUTATIONS = 16  # random orders averaged at fixed n
+PRIOR_VARIANCE = 0.25
+SEED = 0
+
+
+def stakes(y: np.ndarray, cap: float = CAP) -> np.ndarray:
+    """The predictable stakes lambda_i for normalised outcomes ``y`` (..., T) >= -1: each uses y_1..y_{i-1}."""
+    t = y.shape[-1]
+    count = np.arange(1, t + 1, dtype=float)  # observations so far + the pseudo-observation
+    csum = np.cumsum(y, axis=-1)
+    mean = np.concatenate([np.zeros(y.shape[:-1] + (1,)), csum[..., :-1] / count[:-1]], axis=-1)  # mu_{i-1}
+    squares = np.cumsum((y - mean) ** 2, axis=-1)
+    var = np.concatenate([np.full(y.shape[:-1] + (1,), PRIOR_VARIANCE),
+                          (PRIOR_VARIANCE + squares[..., :-1]) / (count[:-1] + 1)], axis=-1)
+    return np.clip(mean / (var + mean * mean), 0.0, cap)
+
+
+def _normalised(sums: np.ndarray, sizes: np.ndarray, delta: np.ndarray | float, values: tuple[float, float],
+                bound: float, upper: bool) -> np.ndarray:
+    """X / A for the test of "mean <= delta" (``upper``) or the mirror "mean >= delta" (X negated), >= -1:
+    each question's value lies in ``values`` = (low, high), so X_c >= (low - delta) n_c >= (low - delta) N."""
+    delta = np.asarray(delta, dtype=float)[..., None, None]
+    x = sums - delta * sizes
+    scale = (delta - values[0]) * bound if upper else (values[1] - delta) * bound
+    return (x if upper else -x) / np.maximum(scale, 1e-12)
+
+
+def log_wealth(y: np.ndarray, cap: float = CAP) -> np.ndarray:
+    """log K_i along the last axis (cumulative)."""
+    return np.cumsum(np.log1p(stakes(y, cap) * y), axis=-1)
+
+
+def orders(count: int, permutations: int = PERMUTATIONS, seed: int = SEED) -> np.ndarray:
+    """``permutations`` seeded random orders of ``count`` units (B x count indices)."""
+    rng = np.random.default_rng(seed)
+    return np.argsort(rng.random((permutations, count)), axis=1)
+
+
+def one_sided_e(sums: np.ndarray, sizes: np.ndarray, delta: np.ndarray | float, *, values: tuple[float, float],
+                bound: float, upper: bool, order: np.ndarray) -> np.ndarray:
+    """The fixed-n e-value of H0 "mean <= delta" (``upper``) or "mean >= delta", averaged over the orders
+    (B x C indices); vectorized over an array of ``delta``."""
+    y = _normalised(sums[order], sizes[order], delta, values, bound, upper)  # (..., B, C)
+    final = log_wealth(y)[..., -1]
+    return np.exp(final).mean(axis=-1)
+
+
+def sequence_log_wealth(sums: np.ndarray, sizes: np.ndarray, delta: float, *, values: tuple[float, float],
+                        bound: float, upper: bool) -> np.ndarray:
+    """log K_i after each unit, in the order given (the sampling order): what sequential looks read."""
+    return log_wealth(_normalised(sums[None, :], sizes[None, :], delta, values, bound, upper))[0, 0]
+
+
+def bounds(reject: Callable[[np.ndarray, bool], np.ndarray], values: tuple[float, float], mean: float, *,
+           grid: int = 401, tol: float = 5e-5, anchors: tuple[float, ...] = ()) -> tuple[float, float]:
+    """(lower, upper) = (inf of the deltas "mean <= delta" does not reject, sup of those "mean >= delta" does
+    not), given ``reject(deltas, upper)``: a grid over the values' range (``anchors`` added: the margin, 0),
+    then bisection at each crossing.  A bound at the end of the range is that end (every delta beyond it is
+    impossible).  With the margin an anchor, "lower > -margin" holds exactly when every grid delta up to the
+    margin is rejected, so a verdict read off the bound is the test's own."""
+    inside = [a for a in anchors if values[0] < a < values[1]]
+    deltas = np.unique(np.concatenate([np.linspace(values[0], values[1], grid), inside]))
+    grid = len(deltas)
+    out = []
+    for upper in (True, False):
+        rejected = reject(deltas, upper)
+        order = range(grid) if upper else range(grid - 1, -1, -1)
+        first_kept = next((i for i in order if not rejected[i]), None)
+        if first_kept is None:
+            out.append(mean)
+            continue
+        if (upper and first_kept == 0) or (not upper and first_kept == grid - 1):
+            out.append(float(deltas[first_kept]))
+            continue
+        a, b = deltas[first_kept - 1 if upper else first_kept + 1], deltas[first_kept]  # a rejected, b kept
+        while abs(b - a) > tol:
+            mid = (a + b) / 2
+            a, b = (mid, b) if reject(np.array([mid]), upper)[0] else (a, mid)
+        out.append(float(b))
+    return out[0], out[1]
+
+
+__all__ = ["CAP", "PERMUTATIONS", "bounds", "log_wealth", "one_sided_e", "orders", "sequence_log_wealth", "stakes"]

@@ -1,0 +1,194 @@
+"""Valid paired inference on bounded scores: one interval per cell, and every verdict read off it.
+
+Two arms scored on the same questions give paired differences in [-1, 1] (scores in [0, 1]).  The interval
+printed for a cell, its ``*``, its p-value and its non-inferiority verdict all come from one pair of
+one-sided tests at ``alpha`` each, valid at every n for every distribution of bounded scores:
+
+- **0/1 scores, one question a document**: the exact unconditional test of ``experiments.inference.exact``
+  (the differences are a trinomial draw; near z-test power, no normal limit).
+- **anything else** (clusters of questions sharing a document, partial credit such as F1): the betting test
+  of ``experiments.inference.betting`` at fixed n, averaged over random orders; valid for any bounded
+  distribution, documents being the independent draws.
+- **strata** (the average over tasks): each task's bounds at alpha / K, averaged (a union bound: each true
+  task mean lies in its interval with probability >= 1 - 2 alpha / K at once, so their average does).
+
+The bounds are ``lower = inf{delta : H0 "mean <= delta" not rejected}`` and the mirror ``upper``, so a true
+difference lies below ``lower`` with probability at most alpha, and above ``upper`` likewise: a two-sided
+1 - 2 alpha interval (95% at alpha = 0.025).  "Not worse" is ``lower > -margin``, "worse" is
+``upper < -margin``, ``*`` is ``lower > 0 or upper < 0``.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from experiments.inference import betting, exact
+from experiments.inference.resampling import N_RESAMPLES, SEED, bootstrap_delta, bootstrap_mean
+from experiments.inference.results import ALPHA, CONFIDENCE, MeanInterval, PairedDelta
+from experiments.inference.units import Units, as_units
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """The mean difference and the bounds its two one-sided tests invert (0-1 scale), and how."""
+
+    mean: float
+    lower: float
+    upper: float
+    n: int
+    n_clusters: int
+    method: str  # "exact", "betting", "betting by stratum", "none"
+
+
+# Above this many pairs the exact test's outcome table ((n + 1)^2 values, rebuilt for every difference an
+# interval's bisection tries) costs seconds; there the betting test, as valid and a little less powerful,
+# decides instead (at such n the power either has is rarely the constraint).
+EXACT_MAX_N = 2000
+
+
+def _binary_singletons(a: np.ndarray, b: np.ndarray, units: Units) -> bool:
+    return (units.singletons and len(a) <= EXACT_MAX_N
+            and bool(np.all((a == 0) | (a == 1)) and np.all((b == 0) | (b == 1))))
+
+
+def _betting_rejects(units: Units, alpha: float, values: tuple[float, float], bound: float):
+    order = betting.orders(len(units.sums))
+
+    def reject(deltas: np.ndarray, upper: bool) -> np.ndarray:
+        e = betting.one_sided_e(units.sums, units.sizes, deltas, values=values, bound=bound, upper=upper,
+                                order=order)
+        return e >= 1 / alpha
+
+    return reject
+
+
+def _one_stratum(a: np.ndarray, b: np.ndarray, units: Units, alpha: float, values: tuple[float, float],
+                 max_cluster: int | None, anchors: tuple[float, ...] = ()) -> tuple[float, float, str]:
+    d = b - a
+    if _binary_singletons(a, b, units) and values == (-1.0, 1.0):
+        loss, gain = int(np.sum(d < 0)), int(np.sum(d > 0))
+        lo, hi = exact.exact_bounds(loss, gain, len(d), alpha)
+        return lo, hi, "exact"
+    bound = float(max_cluster or units.sizes.max())
+    lo, hi = betting.bounds(_betting_rejects(units, alpha, values, bound), values, float(d.mean()), anchors=anchors)
+    return lo, hi, "betting"
+
+
+def difference_bounds(a: Sequence[float], b: Sequence[float], *, clusters: Sequence[str] | None = None,
+                      strata: Sequence[str] | None = None, alpha: float = ALPHA,
+                      values: tuple[float, float] = (-1.0, 1.0), max_cluster: int | None = None,
+                      anchors: tuple[float, ...] = (0.0,)) -> Bounds:
+    """Bounds on mean(b - a), question-weighted within each stratum, strata averaged with equal weight.
+
+    ``values``: the range of one difference (scores in [0, 1]: (-1, 1)).  ``max_cluster``: the most
+    questions one document of the task can hold (default: the largest in the sample), which bounds a
+    document's sum for the betting test.  ``anchors``: differences the betting bounds are computed at exactly
+    (a margin, 0), so that a verdict read off a bound agrees with the test at that difference."""
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if x.shape != y.shape:
+        raise ValueError(f"paired samples must have the same length, got {len(x)} and {len(y)}")
+    if len(x) == 0:
+        return Bounds(math.nan, math.nan, math.nan, 0, 0, "none")
+    units = as_units(y - x, strata, clusters)
+    keys = list(strata) if strata is not None else [""] * len(x)
+    names = list(dict.fromkeys(keys))
+    if len(names) == 1:
+        lo, hi, method = _one_stratum(x, y, units, alpha, values, max_cluster, anchors)
+        return Bounds(units.statistic, lo, hi, len(x), len(units.sums), method)
+    per = []
+    arr = np.asarray(keys)
+    for name in names:
+        idx = arr == name
+        sub_clusters = [c for c, k in zip(clusters, keys) if k == name] if clusters is not None else None
+        sub = as_units(y[idx] - x[idx], None, sub_clusters)
+        per.append(_one_stratum(x[idx], y[idx], sub, alpha / len(names), values, max_cluster, anchors)[:2])
+    lo = float(np.mean([p[0] for p in per]))
+    hi = float(np.mean([p[1] for p in per]))
+    return Bounds(units.statistic, lo, hi, len(x), len(units.sums), "betting by stratum")
+
+
+def one_sided_p(a: Sequence[float], b: Sequence[float], delta: float, *, upper: bool = True,
+                clusters: Sequence[str] | None = None, values: tuple[float, float] = (-1.0, 1.0),
+                max_cluster: int | None = None) -> float:
+    """The p-value of H0 "mean(b - a) <= delta" (``upper``) or ">= delta": the exact test's, or 1/e of the
+    betting test (valid by Markov's inequality).  Unstratified only (a stratified row is decided by its
+    interval)."""
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if len(x) == 0:
+        return math.nan
+    units = as_units(y - x, None, clusters)
+    if _binary_singletons(x, y, units) and values == (-1.0, 1.0):
+        d = y - x
+        return exact.exact_p(int(np.sum(d < 0)), int(np.sum(d > 0)), len(d), delta, upper=upper)
+    bound = float(max_cluster or units.sizes.max())
+    e = betting.one_sided_e(units.sums, units.sizes, np.array([delta]), values=values, bound=bound, upper=upper,
+                            order=betting.orders(len(units.sums)))
+    return float(min(1.0, 1.0 / max(float(e[0]), 1e-300)))
+
+
+def mean_bounds(values: Sequence[float], *, clusters: Sequence[str] | None = None, alpha: float = ALPHA,
+                max_cluster: int | None = None) -> tuple[float, float]:
+    """Bounds on the (question-weighted) mean of scores in [0, 1], each one-sided at ``alpha``: Clopper-
+    Pearson for independent 0/1 scores (exact), betting otherwise (clusters, partial credit)."""
+    from scipy import stats
+
+    x = np.asarray(values, dtype=float)
+    units = as_units(x, None, clusters)
+    if units.singletons and np.all((x == 0) | (x == 1)):
+        ci = stats.binomtest(int(x.sum()), len(x)).proportion_ci(confidence_level=1 - 2 * alpha, method="exact")
+        return float(ci.low), float(ci.high)
+    bound = float(max_cluster or units.sizes.max())
+    return betting.bounds(_betting_rejects(units, alpha, (0.0, 1.0), bound), (0.0, 1.0), float(x.mean()))
+
+
+def _in_unit_interval(*arrays: np.ndarray) -> bool:
+    return all(len(x) == 0 or (np.all(np.isfinite(x)) and x.min() >= 0 and x.max() <= 1) for x in arrays)
+
+
+def paired_delta(a: Sequence[float], b: Sequence[float], *, strata: Sequence[str] | None = None,
+                 clusters: Sequence[str] | None = None, n_resamples: int = N_RESAMPLES, seed: int = SEED,
+                 confidence: float = CONFIDENCE, scale: float = 100.0, max_cluster: int | None = None) -> PairedDelta:
+    """``b - a`` x ``scale`` with its interval and two-sided p-value.
+
+    Scores in [0, 1] (``scale`` 100): the interval both valid one-sided tests invert at (1 - confidence) / 2
+    each (``difference_bounds``), and the p-value of the same tests at a difference of 0 (twice the smaller
+    one-sided p; none for a stratified average, which is decided by its interval).  Anything else (seconds,
+    tokens): a descriptive cluster bootstrap (``experiments.inference.resampling``)."""
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if x.shape != y.shape:
+        raise ValueError(f"paired samples must have the same length, got {len(x)} and {len(y)}")
+    if scale != 100.0 or not _in_unit_interval(x, y):
+        return bootstrap_delta(x, y, strata=strata, clusters=clusters, n_resamples=n_resamples, seed=seed,
+                               confidence=confidence, scale=scale)
+    if len(x) == 0:
+        return PairedDelta(math.nan, math.nan, math.nan, math.nan, 0)
+    alpha = (1 - confidence) / 2
+    found = difference_bounds(x, y, clusters=clusters, strata=strata, alpha=alpha, max_cluster=max_cluster)
+    p = math.nan
+    if strata is None or len(set(strata)) == 1:
+        sides = [one_sided_p(x, y, 0.0, upper=u, clusters=clusters, max_cluster=max_cluster) for u in (True, False)]
+        p = min(1.0, 2 * min(sides))
+    return PairedDelta(round(100 * found.mean, 2), round(100 * found.lower, 2), round(100 * found.upper, 2),
+                       round(p, 4) if p == p else p, found.n, found.n_clusters, found.method)
+
+
+def mean_interval(values: Sequence[float], *, clusters: Sequence[str] | None = None, n_resamples: int = N_RESAMPLES,
+                  seed: int = SEED, confidence: float = CONFIDENCE, max_cluster: int | None = None) -> MeanInterval:
+    """100 x the mean of ``values`` with its interval: valid bounds (``mean_bounds``) for scores in [0, 1],
+    a descriptive cluster bootstrap for anything else (a judge's 1-10 rating, say)."""
+    x = np.asarray(values, dtype=float)
+    if len(x) == 0:
+        return MeanInterval(math.nan, math.nan, math.nan, 0)
+    if not _in_unit_interval(x):
+        return bootstrap_mean(x, clusters=clusters, n_resamples=n_resamples, seed=seed, confidence=confidence)
+    lo, hi = mean_bounds(x, clusters=clusters, alpha=(1 - confidence) / 2, max_cluster=max_cluster)
+    units = as_units(x, None, clusters)
+    method = "exact" if units.singletons and np.all((x == 0) | (x == 1)) else "betting"
+    return MeanInterval(round(100 * float(x.mean()), 2), round(100 * lo, 2), round(100 * hi, 2), len(x),
+                        len(units.sums), method)
+
+
+__all__ = ["ALPHA", "Bounds", "difference_bounds", "mean_bounds", "mean_interval", "one_sided_p", "paired_delta"]

@@ -1,0 +1,80 @@
+"""What the room's tests return, and how a report prints it."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+CONFIDENCE = 0.95
+# Below this many pairs an interval says little: reports then give the delta and its n, without an interval
+# or a p-value.
+MIN_PAIRS = 5
+# Below this many documents no verdict and no star are given: no valid test at one-sided 0.025 can reject with
+# five units or fewer of unknown spread (five sign patterns: 1/2^5 = 0.031), and the cell says "too few
+# documents" instead of an interval the reader might over-read.
+MIN_CLUSTERS = 6
+# The one-sided level of a non-inferiority verdict: 0.025, the lower half of the report's 95% intervals (the
+# CONSORT convention for non-inferiority: a two-sided 95% interval's lower bound against the margin).
+ALPHA = 0.025
+
+
+@dataclass(frozen=True)
+class PairedDelta:
+    """``b - a`` over ``n`` paired examples in ``n_clusters`` clusters, x 100, with its interval and p-value.
+
+    ``method`` says where the interval comes from: "exact" or "betting" (valid tests of bounded scores,
+    ``experiments.inference.paired``), "betting by stratum" (an average over tasks), or "bootstrap" (a
+    descriptive percentile interval of an unbounded quantity: seconds, tokens)."""
+
+    delta: float
+    lo: float
+    hi: float
+    p_value: float
+    n: int
+    n_clusters: int = 0  # 0: not counted (a delta made before clusters existed): every pair its own cluster
+    method: str = ""
+
+    @property
+    def clusters(self) -> int:
+        return self.n_clusters or self.n
+
+    @property
+    def decidable(self) -> bool:
+        """Enough clusters for a verdict (``MIN_CLUSTERS``)."""
+        return self.clusters >= MIN_CLUSTERS
+
+    @property
+    def descriptive(self) -> bool:
+        return self.method == "bootstrap"
+
+    @property
+    def excludes_zero(self) -> bool:
+        return self.n > 0 and self.decidable and (self.lo > 0 or self.hi < 0)
+
+
+@dataclass(frozen=True)
+class MeanInterval:
+    mean: float
+    lo: float
+    hi: float
+    n: int
+    n_clusters: int = 0
+    method: str = ""
+
+
+def format_p(pd: PairedDelta | None) -> str:
+    """The p-value beside an interval (of the same test: two-sided, difference 0)."""
+    if pd is None or pd.n < MIN_PAIRS or pd.p_value != pd.p_value:
+        return ""
+    return f"{pd.p_value:.3f}"
+
+
+def format_delta(pd: PairedDelta | None) -> str:
+    """``+4.80 [+1.20, +8.50]*`` (the star marks an interval that excludes 0; a descriptive bootstrap interval
+    of seconds or tokens gets no star: it is not a test)."""
+    if pd is None or pd.n == 0 or pd.delta != pd.delta:
+        return ""
+    star = "*" if pd.excludes_zero and not pd.descriptive else ""
+    return f"{pd.delta:+.2f} [{pd.lo:+.2f}, {pd.hi:+.2f}]{star}"
+
+
+__all__ = ["ALPHA", "CONFIDENCE", "MIN_CLUSTERS", "MIN_PAIRS", "MeanInterval", "PairedDelta", "format_delta",
+           "format_p"]
