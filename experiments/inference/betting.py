@@ -83,14 +83,17 @@ def sequence_log_wealth(sums: np.ndarray, sizes: np.ndarray, delta: float, *, va
 
 
 def bounds(reject: Callable[[np.ndarray, bool], np.ndarray], values: tuple[float, float], mean: float, *,
-           grid: int = 401, tol: float = 5e-5, anchors: tuple[float, ...] = ()) -> tuple[float, float]:
+           grid: int = 801, tol: float = 5e-5, anchors: tuple[float, ...] = ()) -> tuple[float, float]:
     """(lower, upper) = (inf of the deltas "mean <= delta" does not reject, sup of those "mean >= delta" does
-    not), given ``reject(deltas, upper)``: a grid over the values' range (``anchors`` added: the margin, 0),
-    then bisection at each crossing.  A bound at the end of the range is that end (every delta beyond it is
-    impossible).  With the margin an anchor, "lower > -margin" holds exactly when every grid delta up to the
-    margin is rejected, so a verdict read off the bound is the test's own."""
-    inside = [a for a in anchors if values[0] < a < values[1]]
-    deltas = np.unique(np.concatenate([np.linspace(values[0], values[1], grid), inside]))
+    not), given ``reject(deltas, upper)``: a grid over the values' range, then bisection at each crossing.
+    A bound at the end of the range is that end (every delta beyond it is impossible).  The grid's step,
+    a quarter of a point on [-1, 1], holds every margin of whole or quarter points, and other ``anchors``
+    are added: with the margin on the grid, "lower > -margin" holds exactly when every grid delta up to the
+    margin is rejected, so a verdict read off the bound is the test's own, and a cell's interval is the
+    same whichever table asks for it."""
+    base = np.linspace(values[0], values[1], grid)
+    extra = [a for a in anchors if values[0] < a < values[1] and np.min(np.abs(base - a)) > 1e-12]
+    deltas = np.unique(np.concatenate([base, extra]))
     grid = len(deltas)
     out = []
     for upper in (True, False):

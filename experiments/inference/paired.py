@@ -150,26 +150,32 @@ def _in_unit_interval(*arrays: np.ndarray) -> bool:
 
 def paired_delta(a: Sequence[float], b: Sequence[float], *, strata: Sequence[str] | None = None,
                  clusters: Sequence[str] | None = None, n_resamples: int = N_RESAMPLES, seed: int = SEED,
-                 confidence: float = CONFIDENCE, scale: float = 100.0, max_cluster: int | None = None) -> PairedDelta:
+                 confidence: float = CONFIDENCE, scale: float = 100.0, max_cluster: int | None = None,
+                 bounded: tuple[float, float] = (0.0, 1.0)) -> PairedDelta:
     """``b - a`` x ``scale`` with its interval and two-sided p-value.
 
-    Scores in [0, 1] (``scale`` 100): the interval both valid one-sided tests invert at (1 - confidence) / 2
-    each (``difference_bounds``), and the p-value of the same tests at a difference of 0 (twice the smaller
+    Values within ``bounded`` (scores in [0, 1]; a change of score in [-1, 1] for ``compare``'s difference of
+    differences), ``scale`` 100: the interval both valid one-sided tests invert at (1 - confidence) / 2 each
+    (``difference_bounds``), and the p-value of the same tests at a difference of 0 (twice the smaller
     one-sided p; none for a stratified average, which is decided by its interval).  Anything else (seconds,
     tokens): a descriptive cluster bootstrap (``experiments.inference.resampling``)."""
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if x.shape != y.shape:
         raise ValueError(f"paired samples must have the same length, got {len(x)} and {len(y)}")
-    if scale != 100.0 or not _in_unit_interval(x, y):
+    low, high = bounded
+    if scale != 100.0 or not _in_unit_interval((x - low) / (high - low), (y - low) / (high - low)):
         return bootstrap_delta(x, y, strata=strata, clusters=clusters, n_resamples=n_resamples, seed=seed,
                                confidence=confidence, scale=scale)
     if len(x) == 0:
         return PairedDelta(math.nan, math.nan, math.nan, math.nan, 0)
     alpha = (1 - confidence) / 2
-    found = difference_bounds(x, y, clusters=clusters, strata=strata, alpha=alpha, max_cluster=max_cluster)
+    values = (low - high, high - low)
+    found = difference_bounds(x, y, clusters=clusters, strata=strata, alpha=alpha, max_cluster=max_cluster,
+                              values=values)
     p = math.nan
     if strata is None or len(set(strata)) == 1:
-        sides = [one_sided_p(x, y, 0.0, upper=u, clusters=clusters, max_cluster=max_cluster) for u in (True, False)]
+        sides = [one_sided_p(x, y, 0.0, upper=u, clusters=clusters, max_cluster=max_cluster, values=values)
+                 for u in (True, False)]
         p = min(1.0, 2 * min(sides))
     return PairedDelta(round(100 * found.mean, 2), round(100 * found.lower, 2), round(100 * found.upper, 2),
                        round(p, 4) if p == p else p, found.n, found.n_clusters, found.method)

@@ -89,11 +89,8 @@ def decide_in_looks(a: Sequence[float], b: Sequence[float], margin: float, *, cl
         raise ValueError(f"paired samples must have the same length, got {len(x)} and {len(y)}")
     keys = list(clusters) if clusters is not None else [str(i) for i in range(len(x))]
     units = as_units(y - x, None, keys)
-    first = {}
-    for i, k in enumerate(keys):
-        first.setdefault(k, i)
     order = list(dict.fromkeys(keys))  # documents in sampling order (as_units keeps first appearance)
-    bound = max_cluster or int(units.sizes.max()) if len(units.sizes) else 1
+    bound = max_cluster or (int(units.sizes.max()) if len(units.sizes) else 1)
     for count in looks:
         count = min(int(count), len(order))
         if count < 1:

@@ -27,6 +27,7 @@ import numpy as np
 
 from experiments.inference.paired import difference_bounds, one_sided_p
 from experiments.inference.results import ALPHA, MIN_CLUSTERS, PairedDelta
+from experiments.inference.units import as_units
 
 NOT_WORSE = "not worse than full by more than the margin"
 WORSE = "worse"
@@ -92,8 +93,6 @@ def noninferiority_test(a: Sequence[float], b: Sequence[float], margin: float, *
     if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y)) and min(x.min(), y.min()) >= 0 and max(x.max(), y.max()) <= 1):
         raise ValueError("noninferiority_test takes scores in [0, 1] (its guarantee rests on that bound); got values "
                          f"from {min(x.min(), y.min()):g} to {max(x.max(), y.max()):g}")
-    from experiments.inference.units import as_units
-
     units = as_units(y - x, strata, clusters)
     point, c = units.statistic, len(units.sums)
     # the floor and ceiling of a stratified row: every stratum's full mean there

@@ -152,8 +152,10 @@ def _difference_of_differences(a: RunData, b: RunData, ca: Cell, cb: Cell, fa: C
     d_b = [cells[3][i] - cells[2][i] for i in ids]
     zeros = [0.0] * len(ids)
     clusters = cluster_keys(ids, *cells)  # questions on one document move together in every difference
-    return (paired_delta(zeros, d_a, clusters=clusters), paired_delta(zeros, d_b, clusters=clusters),
-            paired_delta(d_a, d_b, clusters=clusters))
+    # changes of score lie in [-1, 1]: the valid tests of experiments.inference take them with that bound
+    return (paired_delta(zeros, d_a, clusters=clusters, bounded=(-1.0, 1.0)),
+            paired_delta(zeros, d_b, clusters=clusters, bounded=(-1.0, 1.0)),
+            paired_delta(d_a, d_b, clusters=clusters, bounded=(-1.0, 1.0)))
 
 
 def _name(side: Side, key: Key) -> str:
