@@ -24,6 +24,7 @@ from indexes.types import Chunk
 from indexes.vector import FaissIndex
 from retrievers.base import Hit, Retriever
 from retrievers.bm25 import top_k_indices
+from retrievers.contract import check_vectors
 
 
 @runtime_checkable
@@ -152,10 +153,8 @@ class DenseRetriever(Retriever):
         unique = list(row_of)
         self.warm_up()  # loading is not encoding
         start = time.perf_counter()
-        fresh = np.asarray(encode(unique), dtype=np.float32)
+        fresh = check_vectors(self.encoder, encode(unique), len(unique))
         elapsed = time.perf_counter() - start
-        if fresh.ndim != 2 or len(fresh) != len(unique):
-            raise ValueError(f"encoder {self.encoder.model_id} returned shape {fresh.shape} for {len(unique)} texts")
         self.encoder_calls += 1
         self.texts_encoded += len(unique)
         self.encode_s += elapsed

@@ -12,6 +12,7 @@ from experiments.data.loaders import load_litm_qa
 from experiments.data.records import Example
 from indexes.types import Chunk, Passage, unique_passages
 from retrievers.base import Retriever
+from retrievers.contract import Checked
 
 # (retriever section, chunks) -> a retriever indexed over exactly those chunks, in order
 IndexWith = Callable[[Any, Sequence[Chunk]], Retriever]
@@ -64,9 +65,10 @@ class PassageIndex:
         self._by_chunk = {c.chunk_id: p for c, p in zip(chunks, self.passages)}
         if index_with is None:
             self.retriever = make_retriever(retriever)
-            self.retriever.index(chunks)
+            self._checked = Checked.index(self.retriever, chunks)
         else:
             self.retriever = index_with(retriever, chunks)
+            self._checked = Checked(self.retriever, chunks)
 
     def __len__(self) -> int:
         return len(self.passages)
@@ -75,5 +77,5 @@ class PassageIndex:
         """The top ``k`` passages per query, best first, each carrying its score."""
         return [
             [replace(self._by_chunk[h.chunk.chunk_id], score=round(float(h.score), 6)) for h in hits]
-            for hits in self.retriever.search(list(queries), k)
+            for hits in self._checked.search(list(queries), k)
         ]

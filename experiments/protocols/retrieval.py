@@ -92,8 +92,9 @@ def retrieve_all(engine: Any, queries: Sequence[Query], depth: int,
 
 
 def summarize(relevance: Sequence[Sequence[bool]], k: int) -> dict[str, Any]:
-    """recall@1/5/20 (whatever k is: the search went deep enough), recall@k, MRR and n."""
-    recall = recall_at_k(relevance, sorted({*SUMMARY_KS, k}))
-    out: dict[str, Any] = {f"recall@{n}": recall[n] for n in SUMMARY_KS}
+    """recall@1/5/20 up to ``k`` (no recall deeper than the k asked for), recall@k, MRR (within the top k) and n."""
+    shown = [n for n in SUMMARY_KS if n <= k]
+    recall = recall_at_k(relevance, sorted({*shown, k}))
+    out: dict[str, Any] = {f"recall@{n}": recall[n] for n in shown}
     out.update({"recall@k": recall[k], "k": k, "mrr": mrr(relevance), "n": len(relevance)})
     return out
