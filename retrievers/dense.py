@@ -22,7 +22,7 @@ from core.progress import corpus_progress
 from indexes.cache import EmbeddingCache, shared_embedding_cache
 from indexes.types import Chunk
 from indexes.vector import FaissIndex
-from retrievers.base import Hit, Retriever
+from retrievers.base import Hit, Retriever, titled_text  # titled_text: its old home, still importable here
 from retrievers.bm25 import top_k_indices
 from retrievers.contract import check_vectors
 
@@ -36,11 +36,6 @@ class Encoder(Protocol):
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray: ...
 
     def encode_documents(self, texts: Sequence[str]) -> np.ndarray: ...
-
-
-def titled_text(chunk: Chunk, use_title: bool = True) -> str:
-    """What a dense encoder sees for ``chunk``: ``title + " " + text`` when it has a title and titles are on."""
-    return f"{chunk.title} {chunk.text}" if use_title and chunk.title else chunk.text
 
 
 def l2_normalize(vectors: np.ndarray) -> np.ndarray:

@@ -34,7 +34,8 @@ import numpy as np
 from core.errors import UserError
 from core.files import write_atomic
 from indexes.types import Chunk
-from retrievers.dense import DenseRetriever, titled_text
+from retrievers.base import titled_text
+from retrievers.dense import DenseRetriever
 
 MANIFEST = "manifest.json"
 FORMAT = 1

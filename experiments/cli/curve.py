@@ -57,9 +57,9 @@ def curve_shard_plan(cfg, out: Path, executor: str, ray_address: Optional[str], 
 def curve(
     litm: Optional[Path] = typer.Option(None, "--litm", help="Lost in the Middle QA file, a path or a data name "
                                        "(lost_in_the_middle/nq-open-oracle); its passages are the corpus."),
-    retriever: str = typer.Option("bm25", "--retriever", help="Retriever name (bm25, minilm, contriever, ...)."),
+    retriever: str = typer.Option("bm25", "--retriever", help="bm25, minilm, contriever, ... or a plugin's import path pkg.mod:Class."),
     retriever_param: List[str] = typer.Option([], "--retriever-param", help="KEY=VALUE for the retriever (YAML values; repeatable)."),
-    reader: Optional[List[str]] = typer.Option(None, "--reader", help="Reader name; repeat for several readers; default smollm2."),
+    reader: Optional[List[str]] = typer.Option(None, "--reader", help="Reader name or import path pkg.mod:Class; repeat for several readers; default smollm2."),
     ks: str = typer.Option(DEFAULT_KS, "--ks", help="Comma-separated cut-offs k."),
     limit: Optional[int] = typer.Option(None, "--limit", help="Use only the first N questions (the corpus stays whole)."),
     query_aware: bool = typer.Option(False, "--query-aware", help="Query-aware contextualization (question before the documents too)."),

@@ -82,7 +82,9 @@ def test_retrieve_json_reports_recall_only_up_to_the_k_asked(tmp_path):
     write_jsonl(tmp_path / "c.jsonl", [{"id": "a", "text": "lyon capital capital of gastronomy"},
                                        {"id": "b", "text": "paris is a capital"},
                                        {"id": "c", "text": "dogs bark at night"},
-                                       {"id": "d", "text": "the cat sat on the mat"}])
+                                       {"id": "d", "text": "the cat sat on the mat"},
+                                       {"id": "e", "text": "rain falls in spring"},
+                                       {"id": "f", "text": "a river runs to the sea"}])  # "capital" in 2 of 6: idf > 0
     write_jsonl(tmp_path / "q.jsonl", [{"id": "q1", "query": "capital", "answers": ["Paris"]}])
     summaries = {}
     for k in (1, 2, 5):
