@@ -65,7 +65,7 @@ def curve(
     query_aware: bool = typer.Option(False, "--query-aware", help="Query-aware contextualization (question before the documents too)."),
     max_new_tokens: Optional[int] = typer.Option(None, "--max-new-tokens", help="Tokens the reader may generate (default: the task's, 100)."),
     margin: Optional[float] = typer.Option(None, "--margin", help="Saturation: the smallest k not worse than the best k by more than this many points (paired non-inferiority; default 5)."),
-    out: Path = typer.Option(..., "--out", help="Run directory; curve.csv, curve.json and plots/curve.png land there."),
+    out: Path = typer.Option(..., "--out", help="Run directory; curve.csv, curve.json and plots/curve_<task>_<retriever>_<readers>.png land there."),
     config: Optional[Path] = typer.Option(None, "--config", help="A run config with an open_domain task instead of the options above."),
     plain: bool = typer.Option(False, "--plain", help="Plain Markdown tables (the default when stdout is not a terminal)."),
     shards: Optional[Path] = typer.Option(None, "--shards", help="Dense retrievers: keep the corpus embeddings in this folder as .npy shards (resumable after a kill); default with --executor ray: a folder per corpus and encoder under OUT/shards."),

@@ -49,6 +49,7 @@ def open_domain_examples(questions: Sequence[Example], corpus: Sequence[Passage]
                 out.append(replace(
                     q, passages=tuple(hits), context=render_litm_documents(hits),
                     meta={**q.meta, "protocol": "open_domain", "retriever": index.retriever.identity,
+                          "retriever_label": index.retriever.label,
                           "corpus_size": len(index), "corpus_seed": CORPUS_SEED},
                 ))
             bar.update(len(batch))
