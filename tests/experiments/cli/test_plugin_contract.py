@@ -226,3 +226,12 @@ def test_over_every_question_the_index_order_retriever_gets_exactly_chance(tmp_p
                               "-k", "20", "--json"])
     assert got.exit_code == 0, got.output
     assert json.loads(got.stdout.strip().splitlines()[-1])["recall@k"] == pytest.approx(20 / N)
+
+
+@pytest.mark.parametrize("flaw", ["nan"], indirect=True)
+def test_the_exact_dry_run_checks_the_plugin_it_runs(tmp_path, flaw):
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump(_config(litm_file(tmp_path), open_domain=False)))
+    line = one_error_line(runner.invoke(app, ["run", str(config), "--out", str(tmp_path / "run"), "--dry-run=exact"]))
+    assert line.startswith(f"error: retriever {HERE}:Broken broke the retriever contract at query 0 of 1, hit 0: "
+                           "score must be a finite float, got nan"), line
