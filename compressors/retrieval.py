@@ -25,6 +25,7 @@ from indexes.chunking import CHUNKERS, make_chunker
 from indexes.types import Chunk, Passage, render_passage, whole_chunk
 from readers.base import Tokenizer
 from retrievers.base import Hit, Retriever
+from retrievers.contract import Checked
 from retrievers.registry import RETRIEVERS, make_retriever
 
 Order = Literal["score", "document"]
@@ -242,7 +243,7 @@ class RetrievalCompressor(Compressor):
             )
         chunks, passage_of = self._units(item)
         before = self.retriever.encoder_work()
-        ranked = self.retriever.index(chunks).search([item.query], k=len(chunks))[0]
+        ranked = Checked.index(self.retriever, chunks).search([item.query], k=len(chunks))[0]
         after = self.retriever.encoder_work()
         work = ModelWork.of_encoder({key: after[key] - before[key] for key in after})
         return self._compress_ranked(item, chunks, ranked, passage_of, budget, work)

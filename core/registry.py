@@ -252,7 +252,7 @@ def import_target(path: str, what: str) -> Any:
     except SyntaxError as err:
         raise PluginError(f"{what}: cannot import {path!r}: {err.filename}:{err.lineno}: {err.msg}") from err
     except (ImportError, AttributeError, ValueError) as err:
-        raise UnknownComponentError(f"{what}: cannot import {path!r}: {err}") from err
+        raise UnknownComponentError(f"{what}: cannot import {path!r}: {err}{_close_attribute(path)}") from err
     here = os.getcwd()
     if not any(os.path.abspath(entry or ".") == here for entry in sys.path):
         sys.path.append(here)
@@ -269,6 +269,17 @@ def import_target(path: str, what: str) -> Any:
         f"directory {here}; run from the folder that holds {module.split('.', 1)[0]!r}, add that folder to "
         "PYTHONPATH, or install the package"
     ) from first
+
+
+def _close_attribute(path: str) -> str:
+    """``"; did you mean 'mod:Name'?"`` when ``path``'s module imported but lacks its attribute and defines close names."""
+    module, _, attr = path.partition(":")
+    loaded = sys.modules.get(module)
+    if loaded is None or not attr or "." in attr:
+        return ""
+    own = [n for n, v in vars(loaded).items() if not n.startswith("_") and getattr(v, "__module__", module) == module]
+    close = difflib.get_close_matches(attr, own, n=3, cutoff=0.6)
+    return f"; did you mean {', '.join(repr(f'{module}:{c}') for c in close)}?" if close else ""
 
 
 def _is_the_module(err: ModuleNotFoundError, module: str) -> bool:

@@ -31,7 +31,7 @@ from core.errors import ParamError
 from core.progress import corpus_progress
 from core.text import CJK_CHAR
 from indexes.types import Chunk
-from retrievers.base import Hit, Retriever
+from retrievers.base import Hit, Retriever, titled_text
 
 AUTO_BM25S_AT = 20_000
 _WORD = re.compile(r"\w+")
@@ -122,7 +122,7 @@ class BM25Retriever(Retriever):
 
     def _indexed_text(self, chunk: Chunk) -> str:
         """The title and the text, space-separated, so their tokens (or compat characters) are both indexed."""
-        return f"{chunk.title} {chunk.text}" if self.use_title and chunk.title else chunk.text
+        return titled_text(chunk, self.use_title)
 
     def index(self, chunks: Sequence[Chunk]) -> BM25Retriever:
         self._chunks = list(chunks)

@@ -22,8 +22,9 @@ from core.progress import corpus_progress
 from indexes.cache import EmbeddingCache, shared_embedding_cache
 from indexes.types import Chunk
 from indexes.vector import FaissIndex
-from retrievers.base import Hit, Retriever
+from retrievers.base import Hit, Retriever, titled_text  # titled_text: its old home, still importable here
 from retrievers.bm25 import top_k_indices
+from retrievers.contract import check_vectors
 
 
 @runtime_checkable
@@ -35,11 +36,6 @@ class Encoder(Protocol):
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray: ...
 
     def encode_documents(self, texts: Sequence[str]) -> np.ndarray: ...
-
-
-def titled_text(chunk: Chunk, use_title: bool = True) -> str:
-    """What a dense encoder sees for ``chunk``: ``title + " " + text`` when it has a title and titles are on."""
-    return f"{chunk.title} {chunk.text}" if use_title and chunk.title else chunk.text
 
 
 def l2_normalize(vectors: np.ndarray) -> np.ndarray:
@@ -152,10 +148,8 @@ class DenseRetriever(Retriever):
         unique = list(row_of)
         self.warm_up()  # loading is not encoding
         start = time.perf_counter()
-        fresh = np.asarray(encode(unique), dtype=np.float32)
+        fresh = check_vectors(self.encoder, encode(unique), len(unique))
         elapsed = time.perf_counter() - start
-        if fresh.ndim != 2 or len(fresh) != len(unique):
-            raise ValueError(f"encoder {self.encoder.model_id} returned shape {fresh.shape} for {len(unique)} texts")
         self.encoder_calls += 1
         self.texts_encoded += len(unique)
         self.encode_s += elapsed

@@ -34,7 +34,9 @@ import numpy as np
 from core.errors import UserError
 from core.files import write_atomic
 from indexes.types import Chunk
-from retrievers.dense import DenseRetriever, titled_text
+from retrievers.base import titled_text
+from retrievers.contract import check_vectors
+from retrievers.dense import DenseRetriever
 
 MANIFEST = "manifest.json"
 FORMAT = 1
@@ -201,7 +203,7 @@ class ShardStore:
             raise ValueError("fill needs an encode function or a pool")
         for i in todo:
             lo, hi = self.bounds(i)
-            save(i, np.asarray(encode(list(texts[lo:hi])), dtype=np.float32))
+            save(i, check_vectors(getattr(encode, "__self__", encode), encode(list(texts[lo:hi])), hi - lo))
 
 
 def _remove_stale_temporaries(directory: Path) -> None:

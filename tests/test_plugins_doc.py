@@ -139,3 +139,23 @@ def test_list_config_names_task_files_and_nested_plugins_but_not_builtins(tmp_pa
     assert rows[0].endswith(f"| {tmp_path / 'short.yaml'} |")
     assert rows[1].startswith("| retriever | picky:Picky | compressor 'retrieval' / retriever 'picky:Picky' |")
     assert rows[1].endswith(f"| depth=1 | {tmp_path / 'picky.py'} |")
+
+
+def test_the_documented_retriever_is_as_good_as_bm25_on_the_oracle_file(shared_data, tmp_path, monkeypatch):
+    """The page's TF-IDF, run as the page gives it, indexes titles as the built-ins do: on the first 500 questions
+    of nq-open-oracle its recall@20 is within 2 points of BM25's (without titles it is about 5 points below)."""
+    from experiments.protocols.retrieval import litm_corpus_and_queries, retrieve_all
+    from retrievers.contract import Checked
+    from retrievers.metrics import recall_at_k
+    from retrievers.registry import make_retriever
+
+    (tmp_path / "tfidf.py").write_text(doc_files()["tfidf.py"], encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "tfidf", raising=False)
+    chunks, queries = litm_corpus_and_queries(shared_data / "lost_in_the_middle" / "nq-open-oracle.jsonl.gz", 500)
+    recall = {}
+    for name in ("tfidf:TfidfRetriever", "bm25"):
+        relevance = retrieve_all(Checked.index(make_retriever(name), chunks), queries, 20, progress=False)
+        recall[name] = 100 * recall_at_k(relevance, [20])[20]
+    print(f"\nrecall@20 on 500 questions: {recall}")
+    assert abs(recall["tfidf:TfidfRetriever"] - recall["bm25"]) <= 2.0, recall

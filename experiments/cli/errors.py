@@ -6,6 +6,7 @@ import contextlib
 import errno
 import functools
 import os
+import re
 import signal
 import sqlite3
 import sys
@@ -17,7 +18,7 @@ from typing import Callable, TypeVar
 
 import typer
 
-from core.errors import PluginError, UserError
+from core.errors import PluginError, UnknownComponentError, UserError
 from core.files import disk_error
 from core.paths import cache_root
 
@@ -72,6 +73,24 @@ def user_errors(func: F) -> F:
             raise typer.Exit(2) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+@contextlib.contextmanager
+def config_location(path: Path | None) -> Iterator[None]:
+    """A component that a config file names and that cannot be found: the error also says the file and line that
+    name it (the first line holding a name the message quotes), so a typo is found without a search."""
+    try:
+        yield
+    except UnknownComponentError as err:
+        try:
+            lines = Path(path).read_text(encoding="utf-8").splitlines() if path is not None else []
+        except (OSError, UnicodeDecodeError):
+            lines = []
+        names = re.findall(r"'([^'\s]+)'", str(err))
+        where = next((f"{path}:{i}" for name in names for i, line in enumerate(lines, 1) if name in line), None)
+        if where is None:
+            raise
+        raise UnknownComponentError(f"{where}: {err}") from None
 
 
 @contextlib.contextmanager

@@ -63,6 +63,24 @@ def rows(kind: str) -> list[list[str]]:
     return [describe(kind, name, target) for name, target in registry.items()]
 
 
+def import_path_rows(path: str) -> list[list[str]]:
+    """(kind, name, description, parameters, file) for the object behind an import path ``pkg.mod:Name``, under
+    every kind it fits (its base class; a chunker: a ``split`` method); one that fits none is one line saying so."""
+    from core.registry import import_target
+
+    _load_builtin_registries()
+    target = import_target(path, repr(path))
+    bases = {k: registries()[k].base for k in KINDS}
+    kinds = [k for k, base in bases.items() if (inspect.isclass(target) and callable(getattr(target, "split", None)) if base is None else
+                                                 isinstance(target, base) or inspect.isclass(target) and issubclass(target, base))]
+    if not kinds:
+        names = ", ".join(b.__name__ for b in bases.values() if b is not None)
+        raise UserError(f"{path!r} is {target!r}, which is none of the kinds ctxcomp lists (a subclass or instance "
+                        f"of {names}, or a chunker with a split method)")
+    source = inspect.getsourcefile(target) if inspect.isclass(target) or inspect.isfunction(target) else None
+    return [[k, path, _first_line(getattr(target, "__doc__", None)), _params(target), str(source or "")] for k in kinds]
+
+
 def config_plugins(path: Path) -> list[list[str]]:
     """(kind, name, where the config names it, description, parameters, file) for every plugin a run config names:
     components from import paths or entry points (nested sections too), task files, and metrics."""
@@ -114,12 +132,14 @@ def config_plugins(path: Path) -> list[list[str]]:
 
 @user_errors
 def list_components(
-    kind: Optional[str] = typer.Argument(None, help=f"One of {', '.join(KINDS)}; all when left out."),
+    kind: Optional[str] = typer.Argument(None, help=f"One of {', '.join(KINDS)}; all when left out; or an import "
+                                         "path pkg.mod:Class, which is described (its kind, parameters and file)."),
     config: Optional[Path] = typer.Option(None, "--config", help="List the plugins this run config names "
                                           "(import paths, entry points, task files), wherever they sit in it."),
     plain: bool = typer.Option(False, "--plain", help="Plain Markdown tables (the default when stdout is not a terminal)."),
 ) -> None:
-    """List tasks, metrics, compressors, retrievers, readers or chunkers, with their parameters and defaults."""
+    """List tasks, metrics, compressors, retrievers, readers or chunkers, with their parameters and defaults (or
+    describe one import path, ``ctxcomp list pkg.mod:Class``)."""
     if config is not None:
         if kind is not None:
             raise UserError(f"give KIND or --config, not both (got {kind!r} and --config {config})")
@@ -129,6 +149,11 @@ def list_components(
                         plain=plain_output(plain), title=f"plugins named by {config}")
         else:
             typer.echo(f"{config} names no plugins: every component is one of ctxcomp's own (`ctxcomp list`)")
+        return
+    if kind is not None and ":" in kind:
+        found = import_path_rows(kind)
+        print_table(["kind", "name", "description", "parameters (defaults)", "file"], found, plain=plain_output(plain),
+                    title=kind)
         return
     for k in [kind] if kind else KINDS:
         third = {"tasks": "settings", "metrics": "reference"}.get(k, "parameters (defaults)")

@@ -74,7 +74,7 @@ def retrieve(
     retriever_param: List[str] = typer.Option([], "--retriever-param", help="KEY=VALUE for the retriever (YAML values; repeatable)."),
     k: int = typer.Option(20, "-k", "--k", "--top-k", help="Hits kept per query."),
     out: Optional[Path] = typer.Option(None, "--out", help="Write the top-k per query here as JSONL (default: stdout unless --json)."),
-    json_out: bool = typer.Option(False, "--json", help="Print recall@1/5/20/k and MRR as one JSON object."),
+    json_out: bool = typer.Option(False, "--json", help="Print recall@1/5/20 (those up to k), recall@k and MRR as one JSON object."),
     limit: Optional[int] = typer.Option(None, "--limit", help="Use only the first N queries (the corpus stays whole)."),
     shards: Optional[Path] = typer.Option(None, "--shards", help="Dense retrievers: keep the corpus embeddings in this folder as .npy shards (resumable after a kill); default with --executor ray: a folder per corpus and encoder under $CTXCOMP_CACHE_DIR/shards."),
     shard_size: Optional[int] = typer.Option(None, "--shard-size", help="Passages per shard (default 50000)."),
@@ -91,6 +91,7 @@ def retrieve(
         summarize,
     )
     from experiments.run.sharding import default_shard_root
+    from retrievers.contract import Checked
     from retrievers.registry import make_retriever
 
     if k <= 0:
@@ -112,14 +113,11 @@ def retrieve(
             raise UserError("give CORPUS and QUERIES (JSONL files), or --litm FILE")
         chunks, qs = load_corpus(corpus), load_queries(queries, limit)
     if plan is None:
-        engine = make_retriever(spec)
-        print(f"indexing {len(chunks)} passages with {engine.label} ...", file=sys.stderr)
-        engine.index(chunks)
+        built = make_retriever(spec)
+        print(f"indexing {len(chunks)} passages with {built.label} ...", file=sys.stderr)
+        engine = Checked.index(built, chunks)
     else:
-        engine = plan.index(spec, chunks)
-    # the summary reports recall@1/5/20 whatever -k is, so search deep enough for all of them;
-    # only the top k are written out
-    depth = max(k, 20) if json_out else k
+        engine = Checked(plan.index(spec, chunks), chunks)
     sink = open(out, "w", encoding="utf-8") if out is not None else (None if json_out else sys.stdout)
 
     def write(q, hits, rel) -> None:
@@ -127,11 +125,11 @@ def retrieve(
             return
         record = {"id": q.id, "query": q.text,
                   "hits": [{"id": h.chunk.doc_id, "title": h.chunk.title, "score": h.score, "rank": h.rank,
-                            "has_answer": r} for h, r in zip(hits[:k], rel)]}
+                            "has_answer": r} for h, r in zip(hits, rel)]}
         sink.write(json.dumps(record, ensure_ascii=False) + "\n")
 
     try:
-        relevance = retrieve_all(engine, qs, depth, write)
+        relevance = retrieve_all(engine, qs, k, write)
     finally:
         if sink is not None and sink is not sys.stdout:
             sink.close()

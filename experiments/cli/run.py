@@ -10,6 +10,7 @@ from typer.core import TyperCommand
 from core.errors import UserError
 from experiments.cli.errors import (
     USER_ERRORS,
+    config_location,
     debugging,
     exit_for_failures,
     parse_overrides,
@@ -79,22 +80,23 @@ def run(
         source = config
     cfg, held_in = resolve_config(source, parse_overrides(set_))
     run_dir = out or held_in or cfg.default_dir
-    if dry_run_exact:
-        print_plan(cfg, run_dir, plain=plain_output(plain))
-        return
-    if dry_run:
-        print_estimate(cfg, run_dir, plain=plain_output(plain))
-        return
-    if until_decided or (resume is not None and sequential_run(run_dir)):
-        from experiments.cli.design import run_until_decided
+    with config_location(config):
+        if dry_run_exact:
+            print_plan(cfg, run_dir, plain=plain_output(plain))
+            return
+        if dry_run:
+            print_estimate(cfg, run_dir, plain=plain_output(plain))
+            return
+        if until_decided or (resume is not None and sequential_run(run_dir)):
+            from experiments.cli.design import run_until_decided
 
-        run_until_decided(cfg, Path(run_dir), step=step, max_n=max_n, max_cost=max_cost,
-                          report=report, plain=plain_output(plain))
-        return
-    if step is not None or max_n is not None or max_cost is not None:
-        raise UserError("--step, --max-n and --max-cost go with --until-decided")
-    execute(cfg, run_dir, report=report, plain=plain_output(plain), strict=strict,
-            executor=make_executor(executor, ray_address, workers))
+            run_until_decided(cfg, Path(run_dir), step=step, max_n=max_n, max_cost=max_cost,
+                              report=report, plain=plain_output(plain))
+            return
+        if step is not None or max_n is not None or max_cost is not None:
+            raise UserError("--step, --max-n and --max-cost go with --until-decided")
+        execute(cfg, run_dir, report=report, plain=plain_output(plain), strict=strict,
+                executor=make_executor(executor, ray_address, workers))
 
 
 def sequential_run(run_dir: Path) -> bool:

@@ -2,19 +2,35 @@
 from __future__ import annotations
 
 import functools
+import random
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from core.errors import UserError
 from experiments.data.loaders import load_litm_qa
 from experiments.data.records import Example
 from indexes.types import Chunk, Passage, unique_passages
 from retrievers.base import Retriever
+from retrievers.contract import Checked
 
 # (retriever section, chunks) -> a retriever indexed over exactly those chunks, in order
 IndexWith = Callable[[Any, Sequence[Chunk]], Retriever]
+T = TypeVar("T")
+# The seed of the order an open-domain corpus is indexed in (recorded as ``corpus_seed`` in what it makes).
+CORPUS_SEED = 0
+
+
+def index_order(items: Sequence[T], seed: int = CORPUS_SEED) -> list[T]:
+    """``items`` in a seeded random order, the order an open-domain corpus is indexed in.
+
+    A Lost in the Middle file lists passages in question order, so in file order the first questions' own
+    passages come first: a retriever that answers in index order, a tie broken by position and BM25's
+    empty-query fallback would all favour the questions a ``limit`` keeps.  A permutation drawn from the seed
+    alone says nothing about which question a passage belongs to.
+    """
+    return random.Random(seed).sample(list(items), len(items))
 
 
 def load_litm_corpus(path: str | Path) -> tuple[list[Example], list[Passage]]:
@@ -64,9 +80,10 @@ class PassageIndex:
         self._by_chunk = {c.chunk_id: p for c, p in zip(chunks, self.passages)}
         if index_with is None:
             self.retriever = make_retriever(retriever)
-            self.retriever.index(chunks)
+            self._checked = Checked.index(self.retriever, chunks)
         else:
             self.retriever = index_with(retriever, chunks)
+            self._checked = Checked(self.retriever, chunks)
 
     def __len__(self) -> int:
         return len(self.passages)
@@ -75,5 +92,5 @@ class PassageIndex:
         """The top ``k`` passages per query, best first, each carrying its score."""
         return [
             [replace(self._by_chunk[h.chunk.chunk_id], score=round(float(h.score), 6)) for h in hits]
-            for hits in self.retriever.search(list(queries), k)
+            for hits in self._checked.search(list(queries), k)
         ]

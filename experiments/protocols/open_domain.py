@@ -19,7 +19,7 @@ from typing import Any
 from core.errors import UserError
 from core.progress import progress_bar
 from experiments.data.records import Example, render_litm_documents
-from experiments.protocols.corpus import IndexWith, PassageIndex
+from experiments.protocols.corpus import CORPUS_SEED, IndexWith, PassageIndex, index_order
 from indexes.types import Passage
 
 SEARCH_BATCH = 256
@@ -29,6 +29,9 @@ def open_domain_examples(questions: Sequence[Example], corpus: Sequence[Passage]
                          depth: int = 50, progress: bool = False, index_with: IndexWith | None = None) -> list[Example]:
     """The questions with their own passages replaced by the ``depth`` best passages of the whole corpus.
 
+    The corpus is indexed in ``index_order`` (seeded, recorded as ``corpus_seed`` in each example's meta), never
+    in file order, so no tie or fallback favours the passages of the questions a limit keeps.
+
     ``index_with``: how the corpus index is built, when not by ``retriever.index`` (see ``PassageIndex``);
     it changes where the vectors are computed, never which passages a question gets.
     """
@@ -36,7 +39,7 @@ def open_domain_examples(questions: Sequence[Example], corpus: Sequence[Passage]
         raise UserError(f"open_domain depth must be >= 1, got {depth}")
     if not questions:
         raise UserError("no questions to retrieve for")
-    index = PassageIndex(corpus, retriever, index_with=index_with)
+    index = PassageIndex(index_order(corpus), retriever, index_with=index_with)
     out: list[Example] = []
     with progress_bar(len(questions), f"retrieve ({index.retriever.label})", unit="q", leave=False,
                       enabled=progress) as bar:
@@ -46,7 +49,8 @@ def open_domain_examples(questions: Sequence[Example], corpus: Sequence[Passage]
                 out.append(replace(
                     q, passages=tuple(hits), context=render_litm_documents(hits),
                     meta={**q.meta, "protocol": "open_domain", "retriever": index.retriever.identity,
-                          "corpus_size": len(index)},
+                          "retriever_label": index.retriever.label,
+                          "corpus_size": len(index), "corpus_seed": CORPUS_SEED},
                 ))
             bar.update(len(batch))
     return out

@@ -16,7 +16,7 @@ from typing import Any
 from core.errors import UserError
 from core.progress import progress_bar
 from experiments.data.sources import iter_records
-from experiments.protocols.corpus import load_litm_corpus
+from experiments.protocols.corpus import CORPUS_SEED, index_order, load_litm_corpus
 from indexes.chunking import passages_to_chunks
 from indexes.types import Chunk, whole_chunk
 from retrievers.base import Hit
@@ -34,7 +34,7 @@ class Query:
 
 
 def load_corpus(path: str | Path) -> list[Chunk]:
-    """A JSONL corpus as chunks; ids must be unique."""
+    """A JSONL corpus as chunks in ``index_order`` (a file's order may follow its questions); ids must be unique."""
     chunks, seen = [], set()
     for where, obj in iter_records(path):
         doc_id = str(where.get(obj, "id", (str, int)))
@@ -46,7 +46,7 @@ def load_corpus(path: str | Path) -> list[Chunk]:
         chunks.append(whole_chunk(doc_id, text, title))
     if not chunks:
         raise UserError(f"{path}: the corpus is empty")
-    return chunks
+    return index_order(chunks)
 
 
 def _answers(where: Any, obj: dict) -> tuple[str, ...]:
@@ -66,10 +66,10 @@ def load_queries(path: str | Path, limit: int | None = None) -> list[Query]:
 
 
 def litm_corpus_and_queries(path: str | Path, limit: int | None = None) -> tuple[list[Chunk], list[Query]]:
-    """Every passage of the file once (by title and text) as the corpus -- all of it, whatever ``limit`` is --
-    and its first ``limit`` questions as queries."""
+    """Every passage of the file once (by title and text) as the corpus -- all of it, whatever ``limit`` is, in
+    ``index_order``, ids ``litm{i}`` by that order -- and its first ``limit`` questions as queries."""
     questions, passages = load_litm_corpus(path)
-    chunks = passages_to_chunks(passages, doc_prefix="litm")
+    chunks = passages_to_chunks(index_order(passages), doc_prefix="litm")
     queries = [Query(f"q{i}", q.query, q.answers) for i, q in enumerate(questions)]
     return chunks, queries[:limit] if limit is not None else queries
 
@@ -92,8 +92,9 @@ def retrieve_all(engine: Any, queries: Sequence[Query], depth: int,
 
 
 def summarize(relevance: Sequence[Sequence[bool]], k: int) -> dict[str, Any]:
-    """recall@1/5/20 (whatever k is: the search went deep enough), recall@k, MRR and n."""
-    recall = recall_at_k(relevance, sorted({*SUMMARY_KS, k}))
-    out: dict[str, Any] = {f"recall@{n}": recall[n] for n in SUMMARY_KS}
-    out.update({"recall@k": recall[k], "k": k, "mrr": mrr(relevance), "n": len(relevance)})
+    """recall@1/5/20 up to ``k`` (no recall deeper than the k asked for), recall@k, MRR (within the top k) and n."""
+    shown = [n for n in SUMMARY_KS if n <= k]
+    recall = recall_at_k(relevance, sorted({*shown, k}))
+    out: dict[str, Any] = {f"recall@{n}": recall[n] for n in shown}
+    out.update({"recall@k": recall[k], "k": k, "mrr": mrr(relevance), "n": len(relevance), "corpus_seed": CORPUS_SEED})
     return out

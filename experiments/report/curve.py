@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import statistics
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -77,7 +78,7 @@ from experiments.report.tradeoff import (
     smallest_noninferior_table,
 )
 
-CSV_COLUMNS = ("task", "reader", "k", "recall", "recall_ci_lo", "recall_ci_hi", "accuracy", "ci_lo", "ci_hi", "n",
+CSV_COLUMNS = ("task", "retriever", "reader", "k", "recall", "recall_ci_lo", "recall_ci_hi", "accuracy", "ci_lo", "ci_hi", "n",
                "failed", "note", "vs_largest", "vs_largest_ci_lo", "vs_largest_ci_hi", "vs_largest_verdict", "saturation_k")
 MARGIN = 5.0  # points, when a run's manifest names none (experiments.run.sections.DEFAULT_MARGIN; report/ cannot import run/)
 
@@ -101,6 +102,7 @@ class CurveRow:
     n: int
     failed: int
     note: str = ""
+    retriever: str = ""  # the label of the retriever that ranked the task's passages
 
 
 @dataclass(frozen=True)
@@ -209,15 +211,19 @@ def _curve_groups(data: RunData) -> tuple[dict[tuple[str, str, int], list[Predic
 def curve_rows(data: RunData) -> list[CurveRow]:
     """One row per (task, reader, k) of the run's open-domain predictions, in task, reader, k order."""
     groups, failed = _curve_groups(data)
+    retriever = {task: (r.meta or {}).get("retriever_label") or (r.meta or {}).get("retriever", "")
+                 for (task, _, _), recs in groups.items() for r in recs[:1]}
     rows = []
     for key in sorted(set(groups) | set(failed)):
         recs = groups.get(key, [])
         if not recs:
-            rows.append(CurveRow(*key, None, None, None, None, 0, failed[key], f"all {failed[key]} examples failed"))
+            rows.append(CurveRow(*key, None, None, None, None, 0, failed[key], f"all {failed[key]} examples failed",
+                                 retriever.get(key[0], "")))
             continue
         rec = mean_interval([1.0 if r.answer_in_context else 0.0 for r in recs])
         acc = mean_interval([float(r.score) for r in recs])
-        rows.append(CurveRow(*key, rec.mean, (rec.lo, rec.hi), acc.mean, (acc.lo, acc.hi), len(recs), failed.get(key, 0)))
+        rows.append(CurveRow(*key, rec.mean, (rec.lo, rec.hi), acc.mean, (acc.lo, acc.hi), len(recs), failed.get(key, 0),
+                             retriever=retriever.get(key[0], "")))
     return rows
 
 
@@ -232,7 +238,18 @@ def saturation(data: RunData, margin: float | None = None) -> dict[tuple[str, st
 
 
 def _vs_best(test: NonInferiority | None) -> str:
-    return "" if test is None or not test.n else f"{test.delta:+.2f} [{test.lo:+.2f}, {test.hi:+.2f}]"
+    """This k against the largest k, with its interval; "no interval" where the test has none at this n (an
+    infinite bound is never printed as a number)."""
+    if test is None or not test.n:
+        return ""
+    if not (math.isfinite(test.lo) and math.isfinite(test.hi)):
+        return f"{test.delta:+.2f} (no interval at this n)"
+    return f"{test.delta:+.2f} [{test.lo:+.2f}, {test.hi:+.2f}]"
+
+
+def _verdict(verdict: str) -> str:
+    """A verdict in a curve's words: each k is compared with the larger ks, not with a full context."""
+    return "not worse than the largest k by more than the margin" if verdict == NOT_WORSE else verdict
 
 
 def curve_contrasts(data: RunData, sat: Mapping[tuple[str, str], Saturation] | None = None) -> Table:
@@ -280,14 +297,20 @@ def curve_table(rows: Sequence[CurveRow], sat: Mapping[tuple[str, str], Saturati
         test = s.tests.get(r.k) if s else None
         mark = "" if s is None else "◀" if s.k == r.k else s.text if (s.k is None and r.k == s.reference_k) else ""
         body.append([r.task, r.reader, str(r.k), ci(r.recall, r.recall_ci), ci(r.accuracy, r.accuracy_ci), str(r.n),
-                     str(r.failed), f"{_vs_best(test)} {test.verdict}" if test and test.n else "", mark])
+                     str(r.failed), f"{_vs_best(test)} {_verdict(test.verdict)}" if test and test.n else "", mark])
     return header, body
+
+
+def curve_plot_name(task: str, retriever: str, readers: Sequence[str]) -> str:
+    """``curve_<task>_<retriever>_<reader>[+<reader>...].png``: a plot found on its own says what it shows."""
+    return f"curve_{safe_name(task)}_{safe_name(retriever or 'retriever')}_{safe_name('+'.join(readers))}.png"
 
 
 def write_curve(rows: Sequence[CurveRow], sat: Mapping[tuple[str, str], Saturation], out_dir: Path, *,
                 plots: bool = True) -> list[Path]:
-    """curve.csv (empty cells, never NaN; each k against its curve's largest k, and the saturation k), curve.json
-    (with the saturation of each curve) and curve.png/.svg."""
+    """curve.csv (empty cells, never NaN; the retriever and reader of each point, each k against its curve's
+    largest k, and the saturation k), curve.json (with the saturation of each curve) and a plot per task
+    (``curve_plot_name``, .png and .svg)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     csv_path = out_dir / "curve.csv"
     opt = lambda v: "" if v is None or v != v or abs(v) == float("inf") else f"{v:.2f}"  # noqa: E731
@@ -297,11 +320,11 @@ def write_curve(rows: Sequence[CurveRow], sat: Mapping[tuple[str, str], Saturati
         for r in rows:
             s = sat.get((r.task, r.reader))
             test = s.tests.get(r.k) if s else None
-            writer.writerow([r.task, r.reader, r.k, opt(r.recall), opt(r.recall_ci and r.recall_ci[0]),
+            writer.writerow([r.task, r.retriever, r.reader, r.k, opt(r.recall), opt(r.recall_ci and r.recall_ci[0]),
                              opt(r.recall_ci and r.recall_ci[1]), opt(r.accuracy), opt(r.accuracy_ci and r.accuracy_ci[0]),
                              opt(r.accuracy_ci and r.accuracy_ci[1]), r.n, r.failed, r.note,
                              opt(test and test.delta), opt(test and test.lo), opt(test and test.hi),
-                             test.verdict if test else ("largest k" if s and r.k == s.reference_k else ""),
+                             _verdict(test.verdict) if test else ("largest k" if s and r.k == s.reference_k else ""),
                              "" if s is None else s.text])
     finite = lambda v: v if v == v and abs(v) != float("inf") else None  # noqa: E731
     payload = {"rows": [asdict(r) for r in rows],
@@ -320,10 +343,10 @@ def write_curve(rows: Sequence[CurveRow], sat: Mapping[tuple[str, str], Saturati
 
         for task in dict.fromkeys(r.task for r in rows):
             task_rows = [r for r in rows if r.task == task]
-            name = "curve.png" if len({r.task for r in rows}) == 1 else f"curve_{safe_name(task)}.png"
-            paths += plot_curve(task_rows, out_dir / "plots" / name,
+            retriever, readers = task_rows[0].retriever, list(dict.fromkeys(r.reader for r in task_rows))
+            paths += plot_curve(task_rows, out_dir / "plots" / curve_plot_name(task, retriever, readers),
                                 saturation={s.reader: s.k for s in sat.values() if s.task == task and s.k is not None},
-                                title=f"{task}: retriever recall@k and reader accuracy@k")
+                                title=f"{task}: {retriever} recall@k, {', '.join(readers)} accuracy@k")
     return paths
 
 

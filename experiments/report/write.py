@@ -243,6 +243,13 @@ SCORES_NOTE = (
     "tasks (said in the cell), and its delta is paired on those tasks. n per cell, p-values (of the same test) and "
     "the intervals are in `scores.csv`. Each cell averages the lines of `predictions.jsonl` with its `task` and "
     "`config_hash` (see the efficiency table for the hash of each row).")
+# a run without a full-context arm (a curve: every row is a k of top_k) has no row to be paired against
+SCORES_NOTE_NO_FULL = (
+    "Scores are 100 x the task's metric (named in each column; LongBench rounding). The run has no full-context "
+    "arm, so no row is compared with one here (a curve compares each k with the larger ks, below). `[reader cut "
+    "N%]`: the reader's own window cut N% of the cell's prompts. n per cell and the intervals are in "
+    "`scores.csv`. Each cell averages the lines of `predictions.jsonl` with its `task` and `config_hash` (see the "
+    "efficiency table for the hash of each row).")
 MAX_NAMED = 6  # a summary line names at most this many rows, then says how many more
 
 
@@ -269,6 +276,9 @@ def error_control_statement(analysis: Analysis) -> str:
     sequential = analysis.tables.get("sequential", ([], []))[1]
     if sequential:
         text += ("; a sequential run's decisions keep α per cell across its repeated looks (anytime-valid betting)")
+    if analysis.curve and not rows:  # a curve has ks, not budgets
+        return text + ("; the walk down from a curve's largest k controls the family-wise error over its ks (each "
+                       "k against every larger k, the fixed-sequence procedure).")
     return text + ("; the smallest non-inferior budget controls the family-wise error over each compressor's "
                    "budgets (the fixed-sequence procedure).")
 
@@ -345,7 +355,8 @@ def render_markdown(data: RunData, analysis: Analysis, plot_paths: Sequence[Path
     for name, (header, body) in tables.items():
         notes = list(contrast_notes) if name == "contrasts" else []
         if name != "curve_contrasts" and (body or notes):
-            note = SCORES_NOTE if name == "scores" else NOTES.get(name)
+            scores_note = SCORES_NOTE if any(c.is_full for c in data.cells) else SCORES_NOTE_NO_FULL
+            note = scores_note if name == "scores" else NOTES.get(name)
             parts += ["", f"## {TITLES[name]}"] + ([""] + [note] if note and body else [])
             parts += ["", markdown_table(header, body)] if body else []
             parts += [""] + [f"- not computed: {markdown_cell(n)}" for n in notes] if notes else []

@@ -61,6 +61,7 @@ from readers.registry import READERS
 from readers.sizing import ReaderSizing, reader_sizing
 from readers.tokenizers import WordTokenizer
 from retrievers.base import Hit, Retriever
+from retrievers.contract import Checked
 from retrievers.registry import RETRIEVERS
 
 
@@ -323,9 +324,9 @@ class _Remembered(Retriever):
             ranked = self.rankings.get((self._key, query))
             if ranked is None or (len(ranked) < k and len(ranked) < len(self._chunks)):
                 if self._indexed != self._key:  # the questions of one document share its index
-                    self.inner.index(self._chunks)
+                    self._checked = Checked.index(self.inner, self._chunks)  # the plugin's own output, checked
                     self._indexed = self._key
-                ranked = self.rankings[(self._key, query)] = self.inner.search([query], k)[0]
+                ranked = self.rankings[(self._key, query)] = self._checked.search([query], k)[0]
             out.append(ranked[:k])
         return out
 

@@ -28,6 +28,7 @@ import numpy as np
 from core.paths import cache_root
 from core.progress import progress_bar
 from indexes.types import Chunk
+from retrievers.contract import check_vectors
 from retrievers.dense import DenseRetriever
 from retrievers.shards import DEFAULT_SHARD_SIZE, dense_retriever, index_from_shards
 
@@ -91,7 +92,7 @@ class EncoderActor:
         return self.encoder.model_id, self.use_title, os.getpid()
 
     def encode(self, texts: list[str]) -> np.ndarray:
-        return np.asarray(self.encoder.encode_documents(texts), dtype=np.float32)
+        return check_vectors(self.encoder, self.encoder.encode_documents(texts), len(texts))
 
 
 class RayEncoderPool:

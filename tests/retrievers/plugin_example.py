@@ -10,30 +10,32 @@ from collections.abc import Sequence
 import numpy as np
 
 from indexes.types import Chunk
-from retrievers.base import Hit, Retriever
+from retrievers.base import Hit, Retriever, titled_text
 
 
 class TfidfRetriever(Retriever):
-    """Ranks chunks by cosine similarity of TF-IDF vectors (word n-grams up to ``max_ngram``)."""
+    """Ranks chunks by cosine similarity of TF-IDF vectors (word n-grams up to ``max_ngram``) of title and text."""
 
-    def __init__(self, *, max_ngram: int = 1, sublinear_tf: bool = True) -> None:
+    def __init__(self, *, max_ngram: int = 1, sublinear_tf: bool = True, use_title: bool = True) -> None:
         self.max_ngram = max_ngram
         self.sublinear_tf = sublinear_tf
+        self.use_title = use_title
         self._chunks: list[Chunk] = []
 
     @property
-    def identity(self) -> str:  # goes into cache keys and reports
-        return f"tfidf(ngram<={self.max_ngram},sublinear={self.sublinear_tf})"
+    def identity(self) -> str:
+        return f"tfidf(ngram<={self.max_ngram},sublinear={self.sublinear_tf},title={self.use_title})"
 
     def index(self, chunks: Sequence[Chunk]) -> TfidfRetriever:
         from sklearn.feature_extraction.text import TfidfVectorizer
 
         self._chunks = list(chunks)
         self._vectorizer = TfidfVectorizer(ngram_range=(1, self.max_ngram), sublinear_tf=self.sublinear_tf)
-        self._matrix = self._vectorizer.fit_transform([c.text for c in self._chunks])  # rows L2-normalised
+        self._matrix = self._vectorizer.fit_transform([titled_text(c, self.use_title) for c in self._chunks])
         return self
 
     def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
+        self.check_search(queries, k)
         scores = (self._vectorizer.transform(list(queries)) @ self._matrix.T).toarray()
         results = []
         for row in scores:

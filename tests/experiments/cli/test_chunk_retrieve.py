@@ -76,20 +76,27 @@ def test_retrieve_bad_input_names_file_and_line(tmp_path):
     assert res.exit_code == 2
 
 
-def test_retrieve_json_recall_at_5_looks_past_k(tmp_path):
-    # "capital" ranks the Lyon document first; the answer "Paris" is only in the second hit,
-    # so recall@1 = 0 but recall@5 = 1 even though only the top 1 is written out (-k 1)
+def test_retrieve_json_reports_recall_only_up_to_the_k_asked(tmp_path):
+    # "capital" ranks the Lyon document first; the answer "Paris" is only in the second hit: -k 1 gives recall@1 = 0
+    # and no recall@5 (that would look past the k asked for); -k 2 finds it and still reports no recall@5 or @20
     write_jsonl(tmp_path / "c.jsonl", [{"id": "a", "text": "lyon capital capital of gastronomy"},
                                        {"id": "b", "text": "paris is a capital"},
                                        {"id": "c", "text": "dogs bark at night"},
-                                       {"id": "d", "text": "the cat sat on the mat"}])
+                                       {"id": "d", "text": "the cat sat on the mat"},
+                                       {"id": "e", "text": "rain falls in spring"},
+                                       {"id": "f", "text": "a river runs to the sea"}])  # "capital" in 2 of 6: idf > 0
     write_jsonl(tmp_path / "q.jsonl", [{"id": "q1", "query": "capital", "answers": ["Paris"]}])
-    res = runner.invoke(app, ["retrieve", str(tmp_path / "c.jsonl"), str(tmp_path / "q.jsonl"), "-k", "1",
-                              "--out", str(tmp_path / "run.jsonl"), "--json"])
-    assert res.exit_code == 0, res.output
-    summary = json.loads(res.stdout.strip().splitlines()[-1])
-    assert (summary["recall@1"], summary["recall@5"], summary["recall@k"]) == (0.0, 1.0, 0.0)
-    run = [json.loads(line) for line in (tmp_path / "run.jsonl").read_text().splitlines()]
+    summaries = {}
+    for k in (1, 2, 5):
+        res = runner.invoke(app, ["retrieve", str(tmp_path / "c.jsonl"), str(tmp_path / "q.jsonl"), "-k", str(k),
+                                  "--out", str(tmp_path / f"run{k}.jsonl"), "--json"])
+        assert res.exit_code == 0, res.output
+        summaries[k] = json.loads(res.stdout.strip().splitlines()[-1])
+    assert summaries[1]["recall@1"] == summaries[1]["recall@k"] == 0.0
+    assert summaries[2]["recall@k"] == 1.0 and summaries[5]["recall@5"] == 1.0
+    assert [sorted(key for key in s if key.startswith("recall@")) for s in summaries.values()] == [
+        ["recall@1", "recall@k"], ["recall@1", "recall@k"], ["recall@1", "recall@5", "recall@k"]]
+    run = [json.loads(line) for line in (tmp_path / "run1.jsonl").read_text().splitlines()]
     assert [h["id"] for h in run[0]["hits"]] == ["a"]
 
 

@@ -236,7 +236,7 @@ def test_curve_command_and_errors(tmp_path):
                                 "--out", str(tmp_path / "out")])
     assert ok.exit_code == 0, ok.output
     assert "saturation k" in ok.output and (tmp_path / "out" / "curve.csv").is_file()
-    assert (tmp_path / "out" / "plots" / "curve.png").stat().st_size > 1000
+    assert (tmp_path / "out" / "plots" / "curve_nq_open_bm25_extractive.png").stat().st_size > 1000
     again = runner.invoke(_app(), ["curve", "--litm", str(path), "--reader", "extractive", "--ks", "1,2",
                                    "--out", str(tmp_path / "out")])
     assert again.exit_code == 0 and "0 predicted, 12 already done" in again.output

@@ -22,8 +22,10 @@ from experiments.cli.curve import curve
 from experiments.cli.retrieve import retrieve
 from experiments.data.store import write_jsonl
 from experiments.data.synthetic import make_multidoc_qa
+from experiments.protocols.corpus import load_litm_corpus
 from experiments.protocols.litm import litm_qa_record
-from experiments.protocols.retrieval import litm_corpus_and_queries
+from experiments.protocols.retrieval import Query
+from indexes.chunking import passages_to_chunks
 from indexes.vector import FaissIndex
 from retrievers.shards import MANIFEST, ShardStore, encode_corpus, shard_folder_name
 from tests.retrievers.test_shards import HashDense, corpus
@@ -86,9 +88,11 @@ def write_corpus(folder: Path, chunks, queries) -> tuple[Path, Path]:
 
 @pytest.fixture(scope="module")
 def wiki(shared_data, tmp_path_factory):
-    """80 real Wikipedia passages (the first of NQ-open's oracle file) and 16 questions they answer."""
-    chunks, queries = litm_corpus_and_queries(shared_data / ORACLE)
-    return write_corpus(tmp_path_factory.mktemp("wiki"), chunks[:80], queries[:16])
+    """80 real Wikipedia passages (the first of NQ-open's oracle file, in file order: the first questions' own)
+    and 16 questions they answer."""
+    questions, passages = load_litm_corpus(shared_data / ORACLE)
+    queries = [Query(f"q{i}", q.query, q.answers) for i, q in enumerate(questions[:16])]
+    return write_corpus(tmp_path_factory.mktemp("wiki"), passages_to_chunks(passages[:80], "litm"), queries)
 
 
 @pytest.fixture(scope="module")
