@@ -32,12 +32,13 @@ import numpy as np
 from scipy import stats
 
 from experiments.inference import betting, exact
+from experiments.inference.paired import EXACT_MAX_N
 from experiments.inference.results import ALPHA, MIN_CLUSTERS
 from experiments.inference.units import as_units
 
 SIMULATIONS = 400  # draws per simulated power (standard error <= 0.025)
 CONFIDENCE = 0.9  # of the upper bounds the plan takes for the pilot's spread
-MOST = 100_000  # documents: beyond this a plan says "not reachable"
+MOST = 20_000  # documents: beyond this a plan says "not reachable" (no CPU study reads more)
 
 
 @dataclass(frozen=True)
@@ -110,13 +111,16 @@ def _simulated_power(p: Pilot, margin: float, n_clusters: int, delta: float, alp
     c = p.n_clusters
     resid = p.sums - p.sizes * p.delta
     widen = math.sqrt((c - 1) / stats.chi2.ppf(1 - CONFIDENCE, c - 1)) if c > 1 else 1.0
-    pick = rng.integers(0, c, size=(SIMULATIONS, n_clusters))
-    sizes = p.sizes[pick]
-    sums = np.clip(resid[pick] * widen + sizes * delta, -sizes, sizes)
     order = betting.orders(n_clusters)
-    y = betting._normalised(sums[:, order], sizes[:, order], -margin / 100, (-1.0, 1.0), max_cluster, True)
-    e = np.exp(betting.log_wealth(y)[..., -1]).mean(axis=-1)
-    return float(np.mean(e >= 1 / alpha))
+    block = max(1, min(SIMULATIONS, 2_000_000 // (len(order) * n_clusters)))  # bounded memory at any n
+    wins = 0
+    for start in range(0, SIMULATIONS, block):
+        pick = rng.integers(0, c, size=(min(block, SIMULATIONS - start), n_clusters))
+        sizes = p.sizes[pick]
+        sums = np.clip(resid[pick] * widen + sizes * delta, -sizes, sizes)
+        y = betting._normalised(sums[:, order], sizes[:, order], -margin / 100, (-1.0, 1.0), max_cluster, True)
+        wins += int(np.sum(np.exp(betting.log_wealth(y)[..., -1]).mean(axis=-1) >= 1 / alpha))
+    return wins / SIMULATIONS
 
 
 def power_at(p: Pilot, margin: float, n_clusters: int, *, delta: float = 0.0, alpha: float = ALPHA,
@@ -125,7 +129,7 @@ def power_at(p: Pilot, margin: float, n_clusters: int, *, delta: float = 0.0, al
     "not worse" at ``margin`` (module docstring: exact for 0/1 pilots, simulated otherwise)."""
     if p.n == 0 or n_clusters < MIN_CLUSTERS:
         return 0.0
-    if p.binary:
+    if p.binary and n_clusters <= EXACT_MAX_N:  # the report's exact test; past EXACT_MAX_N it bets
         return _binary_power(p, margin, int(n_clusters), delta / 100, alpha)
     return _simulated_power(p, margin, int(n_clusters), delta / 100, alpha, float(max_cluster or p.sizes.max()))
 
@@ -156,13 +160,14 @@ def needed(p: Pilot, margin: float, *, delta: float = 0.0, power: float = 0.8, a
 
     def beyond(c: int) -> Plan:
         note = (f"the task's pool holds {pool} documents: it cannot decide this cell at this margin"
-                if pool and c >= pool else "beyond 100,000 documents")
+                if pool and c >= pool else f"beyond {MOST:,} documents")
         return Plan(delta, math.inf, math.inf, at(min(c, limit)), note)
 
     # a bracket [lo, hi] with at(lo) < power <= at(hi), then bisection; a 0/1 pilot starts near the z-test's n
     # and widens by 10% (each check is an exact sum), any other from the fewest documents by doubling
-    start = min(_normal_start(p, margin, delta, power, alpha), limit) if p.binary else MIN_CLUSTERS
-    grow = 1.1 if p.binary else 2.0
+    exact_path = p.binary and _normal_start(p, margin, delta, power, alpha) <= EXACT_MAX_N
+    start = min(_normal_start(p, margin, delta, power, alpha), limit) if exact_path else MIN_CLUSTERS
+    grow = 1.1 if exact_path else 2.0
     hi = start
     while at(hi) < power:
         if hi >= limit:
