@@ -160,9 +160,9 @@ def execute(config, run_dir: Path, *, report: bool = True, plain: bool = True, e
 
 
 def print_estimate(config, run_dir: Path, *, plain: bool) -> None:
-    """The fast dry run (``experiments.run.plan.estimate``): no model loads; a failure of its own is one line too."""
+    """The fast dry run (``experiments.run.estimate.estimate``): no model loads; a failure of its own is one line too."""
     from experiments.run.driver import Runner
-    from experiments.run.plan import estimate, estimate_summary
+    from experiments.run.estimate import estimate, estimate_summary
 
     runner = Runner(config, run_dir, progress=False)
     try:
