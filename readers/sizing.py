@@ -184,10 +184,13 @@ class CountingTokenizer:
 
     def count_all(self, texts: Iterable[str], *, keep: bool = False) -> None:
         """Count every text not counted yet, in one batch where the tokenizer takes one; ``keep`` their ids."""
-        new = [t for t in dict.fromkeys(texts) if t not in self.counts]
+        keeps = keep and not self.words  # LongBench words are counted, never made into ids
+        new = [t for t in dict.fromkeys(texts) if t not in self.counts or (keeps and t not in self.kept)]
         if self.batch is None or len(new) < 2:
             for text in new:
                 self(text)
+                if keeps:  # a context counted before (by another task or point) is cut at every budget: keep it
+                    self.kept[text] = self.ids(text)
             return
         for text, ids in zip(new, self.batch(new)):
             self.counts[text] = len(ids)
