@@ -145,8 +145,14 @@ def execute(config, run_dir: Path, *, report: bool = True, plain: bool = True, e
         f"{stats.model_calls} reader calls, {stats.cache_hits} cache hits, {stats.retries} retries, {stats.wall_s:.1f} s"
     )
     if stats.failed:
+        for_good = stats.failed_for_good()
+        resume = f"`ctxcomp run --resume {run_dir}`"
+        advice = (f"retry with {resume}" if not for_good else
+                  f"{for_good} of them were refused by their compressor or rejected by the server, which a resume "
+                  "repeats: change the config (e.g. a larger budget)" +
+                  (f"; retry the other {stats.failed - for_good} with {resume}" if for_good < stats.failed else ""))
         say(f"warning: {stats.failed} example(s) failed and are excluded from scores; see "
-            f"{run_dir / 'failures.jsonl'}; retry with `ctxcomp run --resume {run_dir}`")
+            f"{run_dir / 'failures.jsonl'}; {advice}")
     rows = {c.compressor for c in result.cells} if config.contrasts else set()
     for con in config.contrasts:  # a typo in a label: said now, not only in report.md
         missing = [label for label in (con.arm, con.against) if label not in rows]
