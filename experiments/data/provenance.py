@@ -241,36 +241,52 @@ def read_cache_keys(run_dir: str | os.PathLike) -> dict[tuple[str, str], RunCach
 # -- reading it ---------------------------------------------------------------------------------------------
 
 def describe_manifest(manifest: Mapping[str, Any]) -> str:
-    """The manifest as a person reads it (``ctxcomp show RUN --manifest``), one block per session; the file itself
-    is the exact record."""
-    blocks = []
+    """The manifest as a person reads it (``ctxcomp show RUN --manifest``): one block per distinct session, so a
+    sequential run's looks (one session each, alike but for their times) read as one block; the file itself is
+    the exact record."""
+    groups: list[tuple[list[int], list[Mapping[str, Any]], list[str]]] = []
     for i, s in enumerate(manifest.get("sessions") or [], 1):
-        src, m = s.get("ctxcomp") or {}, s.get("machine") or {}
-        commit = (f", commit {src['commit'][:12]}" + (f" (dirty: {len(src.get('changed') or [])} tracked file(s) "
-                                                       "changed)" if src.get("dirty") else " (clean)")
-                  if src.get("commit") else ", not from a git checkout")
-        threads = m.get("threads") or {}
-        gpus_text = "; ".join(f"{g.get('name')} (driver {g.get('driver')})" for g in m.get("gpus") or []) or "none"
-        lines = [
-            f"session {i}: {s.get('started')} -> {s.get('ended', 'did not end (killed?)')}",
-            f"  command: {' '.join(s.get('command') or [])}  (in {s.get('cwd')})",
-            f"  ctxcomp: {src.get('version')}{commit}, from {src.get('path')}",
-            "  versions: " + ", ".join(f"{k} {v}" for k, v in (s.get("versions") or {}).items()),
-            "  packages: " + ", ".join(f"{k} {v}" for k, v in (s.get("packages") or {}).items() if v)
-            + f"; python {s.get('python')}",
-            f"  machine: {m.get('cpu')}, {m.get('cores')} cores ({m.get('cores_usable')} usable), "
-            f"{m.get('memory_gb')} GB; {m.get('platform')}",
-            f"  threads: torch {threads.get('torch')}, OMP_NUM_THREADS {threads.get('OMP_NUM_THREADS')}, "
-            f"MKL_NUM_THREADS {threads.get('MKL_NUM_THREADS')}",
-            f"  gpus: {gpus_text}",
-            f"  cpu flags ({len(m.get('cpu_flags') or [])}): {' '.join(m.get('cpu_flags') or [])}",
-            "  environment: " + (", ".join(f"{k}={v}" for k, v in (s.get("environment") or {}).items()) or "-"),
-        ]
-        data = s.get("data") or []
-        lines.append(f"  data: {len(data)} file(s)" + ("" if data else " (hub or generated data)"))
-        lines += [f"    {d.get('path')}: {d.get('size')} bytes, sha256 {d.get('sha256') or d.get('error')}" for d in data]
-        blocks.append("\n".join(lines))
+        body = _session_lines(s)
+        if groups and groups[-1][2] == body:
+            groups[-1][0].append(i)
+            groups[-1][1].append(s)
+        else:
+            groups.append(([i], [s], body))
+    blocks = []
+    for numbers, sessions, body in groups:
+        ended = sessions[-1].get("ended", "did not end (killed?)")
+        name = (f"session {numbers[0]}" if len(numbers) == 1 else
+                f"sessions {numbers[0]}-{numbers[-1]} ({len(numbers)} alike but for their times)")
+        blocks.append("\n".join([f"{name}: {sessions[0].get('started')} -> {ended}", *body]))
     return "\n\n".join(blocks) or "no sessions recorded (a run made before ctxcomp kept a manifest)"
+
+
+def _session_lines(s: Mapping[str, Any]) -> list[str]:
+    """One session's block without its first line (its times)."""
+    src, m = s.get("ctxcomp") or {}, s.get("machine") or {}
+    commit = (f", commit {src['commit'][:12]}" + (f" (dirty: {len(src.get('changed') or [])} tracked file(s) "
+                                                   "changed)" if src.get("dirty") else " (clean)")
+              if src.get("commit") else ", not from a git checkout")
+    threads = m.get("threads") or {}
+    gpus_text = "; ".join(f"{g.get('name')} (driver {g.get('driver')})" for g in m.get("gpus") or []) or "none"
+    lines = [
+        f"  command: {' '.join(s.get('command') or [])}  (in {s.get('cwd')})",
+        f"  ctxcomp: {src.get('version')}{commit}, from {src.get('path')}",
+        "  versions: " + ", ".join(f"{k} {v}" for k, v in (s.get("versions") or {}).items()),
+        "  packages: " + ", ".join(f"{k} {v}" for k, v in (s.get("packages") or {}).items() if v)
+        + f"; python {s.get('python')}",
+        f"  machine: {m.get('cpu')}, {m.get('cores')} cores ({m.get('cores_usable')} usable), "
+        f"{m.get('memory_gb')} GB; {m.get('platform')}",
+        f"  threads: torch {threads.get('torch')}, OMP_NUM_THREADS {threads.get('OMP_NUM_THREADS')}, "
+        f"MKL_NUM_THREADS {threads.get('MKL_NUM_THREADS')}",
+        f"  gpus: {gpus_text}",
+        f"  cpu flags ({len(m.get('cpu_flags') or [])}): {' '.join(m.get('cpu_flags') or [])}",
+        "  environment: " + (", ".join(f"{k}={v}" for k, v in (s.get("environment") or {}).items()) or "-"),
+    ]
+    data = s.get("data") or []
+    lines.append(f"  data: {len(data)} file(s)" + ("" if data else " (hub or generated data)"))
+    lines += [f"    {d.get('path')}: {d.get('size')} bytes, sha256 {d.get('sha256') or d.get('error')}" for d in data]
+    return lines
 
 
 __all__ = ["CACHE_KEYS", "MANIFEST", "RunCacheUse", "add_session", "append_cache_keys", "command_line", "ctxcomp_source",
