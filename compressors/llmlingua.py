@@ -86,7 +86,7 @@ def _load(model: str, device: str, dtype: str) -> tuple[Any, Any]:
         if key not in _models:
             from transformers import AutoModelForCausalLM, AutoTokenizer
 
-            from readers.hf import resolve_dtype
+            from readers.hf_model import resolve_dtype
 
             tokenizer = AutoTokenizer.from_pretrained(model)
             lm = AutoModelForCausalLM.from_pretrained(model, dtype=resolve_dtype(dtype, device)).to(device).eval()
@@ -102,7 +102,7 @@ class _PairCacheModel:
     keyword the model's forward names (``past_key_values`` through transformers 5.17, ``cache`` by 5.24)."""
 
     def __init__(self, model: Any) -> None:
-        from readers.hf import ModelKeywords
+        from readers.hf_model import ModelKeywords
 
         self.model = model
         self.cache_keyword = ModelKeywords.of(model).forward_cache or "past_key_values"
