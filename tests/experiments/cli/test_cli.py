@@ -134,6 +134,11 @@ def test_show_prints_one_example(tmp_path):
     assert res.exit_code == 0 and res.output.count(f"example {first['id']}") == 2  # full and retrieval
     missing = CliRunner().invoke(app, ["show", str(tmp_path / "r"), "--id", "nope"])
     assert missing.exit_code == 2 and "no prediction or failure for example id 'nope'" in missing.output
+    # an id without its task's prefix (natural_question-17-1 for leval_natural_question-17-1), and a typo
+    short = CliRunner().invoke(app, ["show", str(tmp_path / "r"), "--id", first["id"][3:]])
+    assert short.exit_code == 2 and f"did you mean {first['id']!r}?" in short.output
+    typo = CliRunner().invoke(app, ["show", str(tmp_path / "r"), "--id", first["id"][:-1] + "x" + first["id"][-1]])
+    assert typo.exit_code == 2 and repr(first["id"]) in typo.output.split("did you mean", 1)[1]
 
 
 def test_a_metric_plugin_registered_by_entry_point_scores_a_file(tmp_path):
