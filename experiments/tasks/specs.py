@@ -219,7 +219,7 @@ def get_task(name: str) -> TaskSpec:
     known = sorted({*TASKS.names(), *(n.removeprefix("leval_") for n in TASKS.names() if n.startswith("leval_"))})
     close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
     hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-    raise UnknownComponentError(f"unknown task {name!r}.{hint} Known (L-Eval's also without `leval_`, as configs "
+    raise UnknownComponentError(f"unknown task {name!r}.{hint} Known (L-Eval's also without leval_, as configs "
                                 f"name them): {', '.join(known)}; or give a task file (.yaml) or an import path "
                                 "'package.module:Name'.")
 
