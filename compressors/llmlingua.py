@@ -51,13 +51,12 @@ from compressors.llmlingua_rankings import (  # noqa: F401 (the ranking cache's 
     SCORER_PACKAGES,
     RankingCache,
     RankingLookup,
-    _rankings,
     ranking_key,
-    shared_ranking_cache,
 )
 from compressors.retrieval import split_context
 from core.checks import Nested
 from core.errors import ParamError, UserError
+from core.paths import cache_root
 from core.progress import progress_note
 from core.registry import ComponentSpec, SpecLike
 from core.versions import versions_tag
@@ -95,6 +94,19 @@ def _load(model: str, device: str, dtype: str) -> tuple[Any, Any]:
                 tokenizer.pad_token_id = getattr(lm.config, "pad_token_id", None) or tokenizer.eos_token_id
             _models[key] = (lm, tokenizer)
         return _models[key]
+
+
+_rankings: dict[Path, RankingCache] = {}
+
+
+def shared_ranking_cache() -> RankingCache:
+    """One ranking cache per cache directory, shared by every llmlingua compressor of the process (a grid builds
+    one per budget and reader, and they must share it)."""
+    directory = cache_root() / CACHE_NAME
+    with _models_lock:
+        if directory not in _rankings:
+            _rankings[directory] = RankingCache(directory)
+        return _rankings[directory]
 
 
 class _PairCacheModel:

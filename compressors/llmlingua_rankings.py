@@ -2,7 +2,7 @@
 
 The ranking (one LM pass per document, conditioned on the question) does not depend on the budget or on the
 reader, so it is kept per (scoring LM, versions, documents, question) and re-used by every budget and reader
-of a grid (``compressors.llmlingua``, "Scored once").
+of a grid (``compressors.llmlingua``, "Scored once", which holds the one cache per directory the process shares).
 """
 from __future__ import annotations
 
@@ -18,9 +18,6 @@ from typing import Any
 
 from core.caches import LEDGER, open_store
 from core.paths import cache_root
-
-_rankings_lock = threading.Lock()
-
 
 CACHE_NAME = "llmlingua"
 # the libraries whose arithmetic decides the ranking's scores, named in every ranking key
@@ -114,17 +111,4 @@ class RankingCache:
         self._store.close()
 
 
-_rankings: dict[Path, RankingCache] = {}
-
-
-def shared_ranking_cache() -> RankingCache:
-    """One ranking cache per cache directory, shared by every llmlingua compressor of the process (a grid builds
-    one per budget and reader, and they must share it)."""
-    directory = cache_root() / CACHE_NAME
-    with _rankings_lock:
-        if directory not in _rankings:
-            _rankings[directory] = RankingCache(directory)
-        return _rankings[directory]
-
-
-__all__ = ["CACHE_NAME", "SCORER_PACKAGES", "RankingCache", "RankingLookup", "ranking_key", "shared_ranking_cache"]
+__all__ = ["CACHE_NAME", "SCORER_PACKAGES", "RankingCache", "RankingLookup", "ranking_key"]
