@@ -4,9 +4,9 @@ The dry run is meant to take seconds (docs/scale.md, "Sizing a grid before payin
 model.  Data this machine lacks is stood in for (``testkit.stand_in_data``: LongBench, LongBench v2 and ∞Bench
 files in their formats, the 20-document Lost in the Middle file built from nq-open-oracle) with the overrides
 that make the configs run offline; the named L-Eval and Lost in the Middle files come from
-``$CTXCOMP_DATA_DIR`` (or ../shared/data).  Each config runs ``--rounds`` times; the best wall time, its CPU
-time (user + system, both cores of a fast tokenizer counted) and the load average are printed, since a
-machine shared with other work stretches wall time.  The first dry run that counts SmolLM2 tokens reads its
+``$CTXCOMP_DATA_DIR`` (or ../shared/data).  Each config runs ``--rounds`` times; the minimum and median wall
+time, CPU time (user + system, both cores of a fast tokenizer counted) and the load average are printed,
+since a machine shared with other work stretches wall time.  The first dry run that counts SmolLM2 tokens reads its
 tokenizer from the packaged GGUF once (about 15 s); a warm-up run does that before timing.
 
 Run: ``python benchmarks/bench_dry_run.py [--rounds 2] [CONFIG_STEM ...]``.
@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -43,12 +44,14 @@ def main() -> None:
         write_twenty_docs(work, shared / "lost_in_the_middle" / "nq-open-oracle.jsonl.gz")
         dry(work, env, "quickstart")  # warm-up: the SmolLM2 tokenizer, once
         print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-        print("| config | best wall (s) | its CPU (s) | exit | load average (1 min) |")
+        print("| config | wall min / median (s) | CPU min / median (s) | exit | load average (1 min) |")
         print("| --- | --- | --- | --- | --- |")
         for stem in stems:
             runs = [dry(work, env, stem) for _ in range(args.rounds)]
-            wall, cpu, code = min(runs)
-            print(f"| {stem} | {wall:.1f} | {cpu:.1f} | {code} | {os.getloadavg()[0]:.2f} |", flush=True)
+            walls, cpus = [r[0] for r in runs], [r[1] for r in runs]
+            code = max(r[2] for r in runs)
+            print(f"| {stem} | {min(walls):.1f} / {statistics.median(walls):.1f} | {min(cpus):.1f} / "
+                  f"{statistics.median(cpus):.1f} | {code} | {os.getloadavg()[0]:.2f} |", flush=True)
 
 
 def dry(work: Path, env: dict, stem: str) -> tuple[float, float, int]:

@@ -35,15 +35,10 @@ alone (``use_cache=False``).
 from __future__ import annotations
 
 import functools
-import hashlib
 import importlib.util
-import json
 import re
 import threading
 import time
-from collections import OrderedDict
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Annotated, Any, ClassVar, Literal
@@ -51,8 +46,14 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import Field, PositiveInt
 
 from compressors.base import BudgetSupport, CompressedContext, Compressible, CompressionError, Compressor, ModelWork
+from compressors.llmlingua_rankings import (  # noqa: F401 (the ranking cache's names, importable from here too)
+    CACHE_NAME,
+    SCORER_PACKAGES,
+    RankingCache,
+    RankingLookup,
+    ranking_key,
+)
 from compressors.retrieval import split_context
-from core.caches import LEDGER, open_store
 from core.checks import Nested
 from core.errors import ParamError, UserError
 from core.paths import cache_root
@@ -84,7 +85,7 @@ def _load(model: str, device: str, dtype: str) -> tuple[Any, Any]:
         if key not in _models:
             from transformers import AutoModelForCausalLM, AutoTokenizer
 
-            from readers.hf import resolve_dtype
+            from readers.hf_model import resolve_dtype
 
             tokenizer = AutoTokenizer.from_pretrained(model)
             lm = AutoModelForCausalLM.from_pretrained(model, dtype=resolve_dtype(dtype, device)).to(device).eval()
@@ -93,98 +94,6 @@ def _load(model: str, device: str, dtype: str) -> tuple[Any, Any]:
                 tokenizer.pad_token_id = getattr(lm.config, "pad_token_id", None) or tokenizer.eos_token_id
             _models[key] = (lm, tokenizer)
         return _models[key]
-
-
-CACHE_NAME = "llmlingua"
-# the libraries whose arithmetic decides the ranking's scores, named in every ranking key
-SCORER_PACKAGES = ("llmlingua", "torch", "transformers")
-MEMO_SIZE = 4096  # rankings kept in memory (a few hundred bytes each); the disk keeps every one
-
-
-def ranking_key(scorer: str, documents: Sequence[str], question: str, rank_method: str, condition: str) -> str:
-    """The cache key of one document ranking: the scoring LM (:meth:`LLMLinguaCompressor.scorer`, which names
-    its versions), llmlingua's ranking settings, the question and the documents, hashed."""
-    payload = [scorer, rank_method, condition, question, list(documents)]
-    return hashlib.sha256(json.dumps(payload, ensure_ascii=False).encode("utf-8")).hexdigest()
-
-
-@dataclass(frozen=True)
-class RankingLookup:
-    """One ranking as ``get_rank_results`` returns it, ``(document index, score)`` best first, and where it came
-    from: ``cached`` (memo or disk), ``seconds`` the LM time it took when it was made, ``lookup_s`` the time this
-    lookup took (the fetch on a hit, the scoring on a miss)."""
-
-    order: tuple[tuple[int, float], ...]
-    cached: bool
-    seconds: float
-    lookup_s: float
-
-
-class RankingCache:
-    """LongLLMLingua's question-conditioned document rankings, computed once per key (:func:`ranking_key`).
-
-    An in-process memo in front of a ``diskcache`` store (SQLite, atomic writes: a killed run leaves no torn
-    entry, and several processes may share it) under ``$CTXCOMP_CACHE_DIR/llmlingua``.  An entry is JSON, the
-    ranking and its LM seconds; one that does not rank exactly the documents asked about is scored again and
-    overwritten.  ``hits`` / ``misses`` count lookups.
-    """
-
-    def __init__(self, directory: str | Path | None = None) -> None:
-        self.directory = Path(directory) if directory is not None else cache_root() / CACHE_NAME
-        self._store = open_store(self.directory, "LongLLMLingua ranking")
-        self._memo: OrderedDict[str, tuple[tuple[tuple[int, float], ...], float]] = OrderedDict()
-        self._lock = threading.Lock()
-        self.hits = self.misses = 0
-
-    def lookup(self, key: str, n_documents: int, score: Callable[[], Sequence[tuple[int, Any]]]) -> RankingLookup:
-        """The ranking under ``key``, from the memo, else the disk, else ``score()`` (stored in both)."""
-        LEDGER.note(CACHE_NAME, self.directory, [key])
-        start = time.perf_counter()
-        found = self._memo_get(key) or self._disk_get(key, n_documents)
-        if found is not None:
-            self.hits += 1
-            return RankingLookup(found[0], True, found[1], time.perf_counter() - start)
-        self.misses += 1
-        start = time.perf_counter()
-        order = tuple((int(i), float(s)) for i, s in score())
-        seconds = time.perf_counter() - start
-        self._store.set(key, json.dumps({"order": order, "seconds": seconds}))
-        self._memo_put(key, (order, seconds))
-        return RankingLookup(order, False, seconds, seconds)
-
-    def _memo_get(self, key: str) -> tuple[tuple[tuple[int, float], ...], float] | None:
-        with self._lock:
-            found = self._memo.get(key)
-            if found is not None:
-                self._memo.move_to_end(key)
-            return found
-
-    def _memo_put(self, key: str, value: tuple[tuple[tuple[int, float], ...], float]) -> None:
-        with self._lock:
-            self._memo[key] = value
-            while len(self._memo) > MEMO_SIZE:
-                self._memo.popitem(last=False)
-
-    def _disk_get(self, key: str, n_documents: int) -> tuple[tuple[tuple[int, float], ...], float] | None:
-        raw = self._store.get(key)
-        if raw is None:
-            return None
-        try:
-            entry = json.loads(raw)
-            order = tuple((int(i), float(s)) for i, s in entry["order"])
-            seconds = float(entry["seconds"])
-        except (ValueError, TypeError, KeyError):
-            return None
-        if sorted(i for i, _ in order) != list(range(n_documents)):
-            return None
-        self._memo_put(key, (order, seconds))
-        return order, seconds
-
-    def __len__(self) -> int:
-        return len(self._store)
-
-    def close(self) -> None:
-        self._store.close()
 
 
 _rankings: dict[Path, RankingCache] = {}
@@ -205,7 +114,7 @@ class _PairCacheModel:
     keyword the model's forward names (``past_key_values`` through transformers 5.17, ``cache`` by 5.24)."""
 
     def __init__(self, model: Any) -> None:
-        from readers.hf import ModelKeywords
+        from readers.hf_model import ModelKeywords
 
         self.model = model
         self.cache_keyword = ModelKeywords.of(model).forward_cache or "past_key_values"

@@ -45,15 +45,21 @@ def constructor_parameters(target: Any) -> list[inspect.Parameter]:
     """The keyword parameters a component class takes (for checks and ``ctxcomp list``)."""
     if not isinstance(target, type):
         return []
-    return [p for p in inspect.signature(target).parameters.values()
+    return [p for p in _signature(target).parameters.values()
             if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+
+
+@functools.lru_cache(maxsize=None)
+def _signature(target: type) -> inspect.Signature:
+    """A class's constructor signature, read once: a grid checks and builds the same classes hundreds of times."""
+    return inspect.signature(target)
 
 
 def accepted_keywords(target: Any) -> set[str] | None:
     """Keyword names ``target(...)`` accepts; ``None`` when it takes ``**kwargs``."""
     if not isinstance(target, type):
         return set()
-    if any(p.kind == p.VAR_KEYWORD for p in inspect.signature(target).parameters.values()):
+    if any(p.kind == p.VAR_KEYWORD for p in _signature(target).parameters.values()):
         return None
     return {p.name for p in constructor_parameters(target)}
 
@@ -146,8 +152,10 @@ def _adapter(annotation: Any) -> Any:
         return None
 
 
+@functools.lru_cache(maxsize=None)
 def _annotations(target: type) -> dict[str, Any]:
-    """The constructor's resolved annotations (``Annotated`` kept); unresolvable ones are left out."""
+    """The constructor's resolved annotations (``Annotated`` kept); unresolvable ones are left out.  Resolved
+    once per class (callers only read the mapping)."""
     init = target.__init__
     try:
         return typing.get_type_hints(init, include_extras=True)

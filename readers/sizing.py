@@ -12,13 +12,14 @@ from __future__ import annotations
 import inspect
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from core.registry import ComponentSpec
-from readers.base import Tokenizer
+from core.text import count_pieces
+from readers.base import Generation, GenerationRequest, Reader, Tokenizer
 from readers.tokenizers import WordTokenizer
 
 WORDS = "LongBench words"
@@ -127,4 +128,91 @@ def reader_sizing(spec: Any) -> ReaderSizing:
                         str(section.params.get("truncation", "middle")))
 
 
-__all__ = ["JsonTokenizer", "ReaderSizing", "from_tokenizer_file", "hub_config", "reader_sizing", "tokenizer_file"]
+class DryRunReader(Reader):
+    """The reader a compressor is built with in a dry run: it counts as the reader will and refuses to generate."""
+
+    def __init__(self, sizing: ReaderSizing) -> None:
+        self.tokenizer = sizing.tokenizer
+        self.max_context = sizing.max_context or 10**9
+
+    @property
+    def identity(self) -> str:
+        return "dry-run"
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
+        raise RuntimeError("a dry run calls no model")  # a compressor that did is a bug of the dry run
+
+
+class CountingTokenizer:
+    """A reader's tokenizer that counts each distinct text once: contexts and chunks recur across grid points,
+    and the compressors built here count with it too.  ``encode`` gives ids whose length is known at once and
+    which are made only when read (a compressor that only counts never makes them; LongBench words are counted
+    by a regular expression); :meth:`count_all` counts many texts in one batch of a fast tokenizer."""
+
+    def __init__(self, sizing: ReaderSizing) -> None:
+        self.tokenizer = sizing.tokenizer
+        self.words = isinstance(sizing.tokenizer, WordTokenizer)
+        self.batch = getattr(sizing.tokenizer, "encode_all", None)
+        self.counts: dict[str, int] = {}
+        self.kept: dict[str, list[int]] = {}  # the contexts' ids (a truncation reads them at every budget)
+        self.recent: dict[str, list[int]] = {}  # the ids last made, a few texts
+
+    def encode(self, text: str) -> Sequence[int]:
+        if text not in self.counts and not self.words:
+            return self.ids(text)
+        return _Ids(self, text)
+
+    def ids(self, text: str) -> list[int]:
+        """The text's ids, made now (or kept from a moment ago)."""
+        made = self.kept.get(text) or self.recent.get(text)
+        if made is None:
+            made = self.tokenizer.encode(text)
+            self.counts[text] = len(made)
+            if len(self.recent) >= 8:
+                self.recent.pop(next(iter(self.recent)))
+            self.recent[text] = made
+        return made
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.tokenizer.decode(list(ids))
+
+    def __call__(self, text: str) -> int:
+        n = self.counts.get(text)
+        if n is None:
+            n = self.counts[text] = count_pieces(text) if self.words else len(self.ids(text))
+        return n
+
+    def count_all(self, texts: Iterable[str], *, keep: bool = False) -> None:
+        """Count every text not counted yet, in one batch where the tokenizer takes one; ``keep`` their ids."""
+        keeps = keep and not self.words  # LongBench words are counted, never made into ids
+        new = [t for t in dict.fromkeys(texts) if t not in self.counts or (keeps and t not in self.kept)]
+        if self.batch is None or len(new) < 2:
+            for text in new:
+                self(text)
+                if keeps:  # a context counted before (by another task or point) is cut at every budget: keep it
+                    self.kept[text] = self.ids(text)
+            return
+        for text, ids in zip(new, self.batch(new)):
+            self.counts[text] = len(ids)
+            if keep:
+                self.kept[text] = ids
+
+
+class _Ids(Sequence[int]):
+    """A text's token ids as ``CountingTokenizer.encode`` gives them: the length from the count, the ids made when read."""
+
+    def __init__(self, counter: CountingTokenizer, text: str) -> None:
+        self.counter, self.text = counter, text
+
+    def __len__(self) -> int:
+        return self.counter(self.text)
+
+    def __getitem__(self, index: Any) -> Any:
+        return self.counter.ids(self.text)[index]
+
+    def __iter__(self) -> Any:
+        return iter(self.counter.ids(self.text))
+
+
+__all__ = ["CountingTokenizer", "DryRunReader", "JsonTokenizer", "ReaderSizing", "from_tokenizer_file",
+           "hub_config", "reader_sizing", "tokenizer_file"]

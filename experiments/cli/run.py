@@ -146,8 +146,14 @@ def execute(config, run_dir: Path, *, report: bool = True, plain: bool = True, e
         f"{stats.model_calls} reader calls, {stats.cache_hits} cache hits, {stats.retries} retries, {stats.wall_s:.1f} s"
     )
     if stats.failed:
+        for_good = stats.failed_for_good()
+        resume = f"`ctxcomp run --resume {run_dir}`"
+        advice = (f"retry with {resume}" if not for_good else
+                  f"{for_good} of them were refused by their compressor or rejected by the server, which a resume "
+                  "repeats: change the config (e.g. a larger budget)" +
+                  (f"; retry the other {stats.failed - for_good} with {resume}" if for_good < stats.failed else ""))
         say(f"warning: {stats.failed} example(s) failed and are excluded from scores; see "
-            f"{run_dir / 'failures.jsonl'}; retry with `ctxcomp run --resume {run_dir}`")
+            f"{run_dir / 'failures.jsonl'}; {advice}")
     rows = {c.compressor for c in result.cells} if config.contrasts else set()
     for con in config.contrasts:  # a typo in a label: said now, not only in report.md
         missing = [label for label in (con.arm, con.against) if label not in rows]
@@ -161,9 +167,9 @@ def execute(config, run_dir: Path, *, report: bool = True, plain: bool = True, e
 
 
 def print_estimate(config, run_dir: Path, *, plain: bool) -> None:
-    """The fast dry run (``experiments.run.plan.estimate``): no model loads; a failure of its own is one line too."""
+    """The fast dry run (``experiments.run.estimate.estimate``): no model loads; a failure of its own is one line too."""
     from experiments.run.driver import Runner
-    from experiments.run.plan import estimate, estimate_summary
+    from experiments.run.estimate import estimate, estimate_summary
 
     runner = Runner(config, run_dir, progress=False)
     try:

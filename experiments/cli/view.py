@@ -1,4 +1,5 @@
-"""``ctxcomp view``: write RUN_DIR/view.html, one self-contained page to explore a run, and open it if asked."""
+"""``ctxcomp view``: write RUN_DIR/view.html (view-against-OTHER.html beside it when compared with run OTHER), one
+self-contained page to explore a run, and open it if asked."""
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -17,10 +18,12 @@ def view(
     against: Optional[Path] = typer.Option(None, "--against", help="A second run: its cells are compared and its "
                                                                    "arms appear beside the same example."),
     open_: bool = typer.Option(False, "--open", help="Open the page in the default browser."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write the page here instead of RUN_DIR/view.html."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write the page here instead of RUN_DIR/view.html "
+                                                                 "(RUN_DIR/view-against-OTHER.html with --against)."),
 ) -> None:
     """Write RUN_DIR/view.html: scores with paired intervals, plots, failures, the example browser and every arm of
-    one example side by side (kept text highlighted). No server, no network: it opens from the file."""
+    one example side by side (kept text highlighted). No server, no network: it opens from the file. With
+    --against OTHER the page goes beside it, RUN_DIR/view-against-OTHER.html, and view.html is left as it is."""
     from experiments.view.page import write_view
 
     path = write_view(run_dir, against=against, out=out, contexts=load_contexts)

@@ -10,17 +10,15 @@ runs differ in a version that can change outputs (:func:`version_differences`).
 ``cache_keys.jsonl`` lists the generation and embedding cache entries the run read or wrote, one line per unit of
 work and cache (``{"cache", "folder", "keys"}``), so ``ctxcomp cache info --run`` can count them and
 ``ctxcomp cache clear --run`` remove them; a torn last line (a kill) only loses that unit's keys.
+
+The facts about the session itself (command line, source, machine) are gathered in ``experiments.data.session``.
 """
 from __future__ import annotations
 
-import datetime
 import hashlib
 import json
 import os
 import platform
-import re
-import shutil
-import subprocess
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,12 +30,19 @@ from core.files import append_lines, write_atomic
 from core.paths import cache_root
 from core.versions import OUTPUT_PACKAGES, output_versions, package_version
 from experiments.data.records import RunFileError
+from experiments.data.session import (  # noqa: F401 (a session's facts, importable from here too)
+    _now,
+    command_line,
+    ctxcomp_source,
+    gpus,
+    machine,
+    threads_used,
+)
 
 MANIFEST = "manifest.json"
 CACHE_KEYS = "cache_keys.jsonl"
 FORMAT = 1
 _CHUNK = 1 << 20
-_SECRET_OPTION = re.compile(r"key|token|secret|password", re.IGNORECASE)
 _ENV = ("CTXCOMP_", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "CUDA_VISIBLE_DEVICES", "HF_HUB_OFFLINE")
 
 
@@ -57,130 +62,6 @@ def session_record(data_files: Iterable[str | os.PathLike], argv: Sequence[str] 
         "environment": {k: v for k, v in sorted(os.environ.items()) if k.startswith(_ENV)},
         "data": [file_digest(p) for p in dict.fromkeys(str(p) for p in data_files)],
     }
-
-
-def command_line(argv: Sequence[str]) -> list[str]:
-    """``argv`` with the program as its bare name and anything that looks like a secret replaced by ``***``."""
-    from core.openai_client import redact
-
-    out: list[str] = []
-    for i, arg in enumerate(argv):
-        if i == 0:
-            arg = Path(arg).name
-        elif out and out[-1].startswith("-") and _SECRET_OPTION.search(out[-1]):
-            arg = "***"
-        name, eq, value = arg.partition("=")
-        if eq and _SECRET_OPTION.search(name):
-            arg = f"{name}=***"
-        out.append(redact(arg))
-    return out
-
-
-def ctxcomp_source() -> dict[str, Any]:
-    """ctxcomp's installed version and, when it runs from a git checkout, the commit and the files changed."""
-    root = Path(__file__).resolve().parents[2]
-    out: dict[str, Any] = {"version": package_version("ctxcomp"), "path": str(root)}
-    if (root / ".git").exists() and shutil.which("git"):
-        head = _git(root, "rev-parse", "HEAD")
-        changed = _git(root, "status", "--porcelain", "--untracked-files=no")
-        if head:
-            files = [line[3:] for line in (changed or "").splitlines() if line.strip()]
-            out.update(commit=head.strip(), dirty=bool(files), changed=files[:100])
-    return out
-
-
-def _git(root: Path, *args: str) -> str | None:
-    try:
-        done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=20)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return done.stdout if done.returncode == 0 else None
-
-
-def machine() -> dict[str, Any]:
-    """CPU model and flags, cores (the machine's and this process's), memory, GPUs with their driver."""
-    info = _cpuinfo()
-    affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
-    return {
-        "platform": platform.platform(),
-        "cpu": info.get("model name") or info.get("Model") or platform.processor() or platform.machine(),
-        "cpu_flags": sorted((info.get("flags") or info.get("Features") or "").split()),
-        "cores": os.cpu_count(),
-        "cores_usable": affinity,
-        "memory_gb": _memory_gb(),
-        "gpus": gpus(),
-        "threads": threads_used(),
-    }
-
-
-def threads_used() -> dict[str, Any]:
-    """The threads compute libraries use in this process: torch's (when it is loaded) and the settings that cap them."""
-    torch = sys.modules.get("torch")
-    return {"torch": torch.get_num_threads() if torch is not None else None,
-            **{k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}}
-
-
-def _cpuinfo() -> dict[str, str]:
-    try:
-        text = Path("/proc/cpuinfo").read_text(errors="replace")
-    except OSError:
-        return {}
-    out: dict[str, str] = {}
-    for line in text.splitlines():
-        key, sep, value = line.partition(":")
-        if sep and key.strip() not in out:
-            out[key.strip()] = value.strip()
-    return out
-
-
-def _memory_gb() -> float | None:
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                return round(int(line.split()[1]) / 1024**2, 1)
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
-
-
-def gpus() -> list[dict[str, Any]]:
-    """Each NVIDIA GPU's name, memory and driver (from ``nvidia-smi``; torch's view when it is loaded and
-    ``nvidia-smi`` is not there); empty without one."""
-    if shutil.which("nvidia-smi"):
-        try:
-            done = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total",
-                                   "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=20)
-        except (OSError, subprocess.TimeoutExpired):
-            done = None
-        if done is not None and done.returncode == 0:
-            rows = [[part.strip() for part in line.split(",")] for line in done.stdout.splitlines() if line.strip()]
-            return [{"name": r[0], "driver": r[1], "memory_mb": _int(r[2])} for r in rows if len(r) >= 3]
-    torch = sys.modules.get("torch")
-    if torch is not None and torch.cuda.is_available():
-        driver = _nvidia_driver()
-        return [{"name": torch.cuda.get_device_name(i), "driver": driver, "memory_mb": None}
-                for i in range(torch.cuda.device_count())]
-    return []
-
-
-def _nvidia_driver() -> str | None:
-    try:
-        text = Path("/proc/driver/nvidia/version").read_text()
-    except OSError:
-        return None
-    found = re.search(r"Kernel Module\s+([\d.]+)", text)
-    return found.group(1) if found else None
-
-
-def _int(text: str) -> int | None:
-    try:
-        return int(float(text))
-    except ValueError:
-        return None
-
-
-def _now() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
 # -- data files ---------------------------------------------------------------------------------------------
@@ -360,36 +241,52 @@ def read_cache_keys(run_dir: str | os.PathLike) -> dict[tuple[str, str], RunCach
 # -- reading it ---------------------------------------------------------------------------------------------
 
 def describe_manifest(manifest: Mapping[str, Any]) -> str:
-    """The manifest as a person reads it (``ctxcomp show RUN --manifest``), one block per session; the file itself
-    is the exact record."""
-    blocks = []
+    """The manifest as a person reads it (``ctxcomp show RUN --manifest``): one block per distinct session, so a
+    sequential run's looks (one session each, alike but for their times) read as one block; the file itself is
+    the exact record."""
+    groups: list[tuple[list[int], list[Mapping[str, Any]], list[str]]] = []
     for i, s in enumerate(manifest.get("sessions") or [], 1):
-        src, m = s.get("ctxcomp") or {}, s.get("machine") or {}
-        commit = (f", commit {src['commit'][:12]}" + (f" (dirty: {len(src.get('changed') or [])} tracked file(s) "
-                                                       "changed)" if src.get("dirty") else " (clean)")
-                  if src.get("commit") else ", not from a git checkout")
-        threads = m.get("threads") or {}
-        gpus_text = "; ".join(f"{g.get('name')} (driver {g.get('driver')})" for g in m.get("gpus") or []) or "none"
-        lines = [
-            f"session {i}: {s.get('started')} -> {s.get('ended', 'did not end (killed?)')}",
-            f"  command: {' '.join(s.get('command') or [])}  (in {s.get('cwd')})",
-            f"  ctxcomp: {src.get('version')}{commit}, from {src.get('path')}",
-            "  versions: " + ", ".join(f"{k} {v}" for k, v in (s.get("versions") or {}).items()),
-            "  packages: " + ", ".join(f"{k} {v}" for k, v in (s.get("packages") or {}).items() if v)
-            + f"; python {s.get('python')}",
-            f"  machine: {m.get('cpu')}, {m.get('cores')} cores ({m.get('cores_usable')} usable), "
-            f"{m.get('memory_gb')} GB; {m.get('platform')}",
-            f"  threads: torch {threads.get('torch')}, OMP_NUM_THREADS {threads.get('OMP_NUM_THREADS')}, "
-            f"MKL_NUM_THREADS {threads.get('MKL_NUM_THREADS')}",
-            f"  gpus: {gpus_text}",
-            f"  cpu flags ({len(m.get('cpu_flags') or [])}): {' '.join(m.get('cpu_flags') or [])}",
-            "  environment: " + (", ".join(f"{k}={v}" for k, v in (s.get("environment") or {}).items()) or "-"),
-        ]
-        data = s.get("data") or []
-        lines.append(f"  data: {len(data)} file(s)" + ("" if data else " (hub or generated data)"))
-        lines += [f"    {d.get('path')}: {d.get('size')} bytes, sha256 {d.get('sha256') or d.get('error')}" for d in data]
-        blocks.append("\n".join(lines))
+        body = _session_lines(s)
+        if groups and groups[-1][2] == body:
+            groups[-1][0].append(i)
+            groups[-1][1].append(s)
+        else:
+            groups.append(([i], [s], body))
+    blocks = []
+    for numbers, sessions, body in groups:
+        ended = sessions[-1].get("ended", "did not end (killed?)")
+        name = (f"session {numbers[0]}" if len(numbers) == 1 else
+                f"sessions {numbers[0]}-{numbers[-1]} ({len(numbers)} alike but for their times)")
+        blocks.append("\n".join([f"{name}: {sessions[0].get('started')} -> {ended}", *body]))
     return "\n\n".join(blocks) or "no sessions recorded (a run made before ctxcomp kept a manifest)"
+
+
+def _session_lines(s: Mapping[str, Any]) -> list[str]:
+    """One session's block without its first line (its times)."""
+    src, m = s.get("ctxcomp") or {}, s.get("machine") or {}
+    commit = (f", commit {src['commit'][:12]}" + (f" (dirty: {len(src.get('changed') or [])} tracked file(s) "
+                                                   "changed)" if src.get("dirty") else " (clean)")
+              if src.get("commit") else ", not from a git checkout")
+    threads = m.get("threads") or {}
+    gpus_text = "; ".join(f"{g.get('name')} (driver {g.get('driver')})" for g in m.get("gpus") or []) or "none"
+    lines = [
+        f"  command: {' '.join(s.get('command') or [])}  (in {s.get('cwd')})",
+        f"  ctxcomp: {src.get('version')}{commit}, from {src.get('path')}",
+        "  versions: " + ", ".join(f"{k} {v}" for k, v in (s.get("versions") or {}).items()),
+        "  packages: " + ", ".join(f"{k} {v}" for k, v in (s.get("packages") or {}).items() if v)
+        + f"; python {s.get('python')}",
+        f"  machine: {m.get('cpu')}, {m.get('cores')} cores ({m.get('cores_usable')} usable), "
+        f"{m.get('memory_gb')} GB; {m.get('platform')}",
+        f"  threads: torch {threads.get('torch')}, OMP_NUM_THREADS {threads.get('OMP_NUM_THREADS')}, "
+        f"MKL_NUM_THREADS {threads.get('MKL_NUM_THREADS')}",
+        f"  gpus: {gpus_text}",
+        f"  cpu flags ({len(m.get('cpu_flags') or [])}): {' '.join(m.get('cpu_flags') or [])}",
+        "  environment: " + (", ".join(f"{k}={v}" for k, v in (s.get("environment") or {}).items()) or "-"),
+    ]
+    data = s.get("data") or []
+    lines.append(f"  data: {len(data)} file(s)" + ("" if data else " (hub or generated data)"))
+    lines += [f"    {d.get('path')}: {d.get('size')} bytes, sha256 {d.get('sha256') or d.get('error')}" for d in data]
+    return lines
 
 
 __all__ = ["CACHE_KEYS", "MANIFEST", "RunCacheUse", "add_session", "append_cache_keys", "command_line", "ctxcomp_source",

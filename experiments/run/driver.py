@@ -53,6 +53,10 @@ class RunDirError(UserError):
     """The run directory is missing, holds another config's run, or another process writes it."""
 
 
+# failure kinds (the exception's name, as ``failures.jsonl`` gives it first) that fail again on every resume
+NOT_FIXED_BY_RESUME = ("CompressionError", "RequestRejected")
+
+
 @dataclass
 class RunStats:
     """What a run did; written to ``stats.json`` and printed at the end."""
@@ -70,6 +74,11 @@ class RunStats:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def failed_for_good(self) -> int:
+        """Failures a ``--resume`` would only repeat: a compressor's refusal (a budget below the best chunk, no
+        query) and a request the server rejected.  The others (remote faults after their retries) may succeed."""
+        return sum(n for kind, n in self.failures_by_reason.items() if kind in NOT_FIXED_BY_RESUME)
 
 
 class Runner:

@@ -24,6 +24,7 @@ A new task is one YAML file: name it in a config by path (``tasks: [{name:
 """
 from __future__ import annotations
 
+import difflib
 import json
 from dataclasses import dataclass, field, replace
 from importlib.resources import files
@@ -32,7 +33,7 @@ from typing import Mapping
 
 import yaml
 
-from core.errors import UserError
+from core.errors import UnknownComponentError, UserError
 from core.registry import Registry
 from experiments.data.loaders import FAMILIES
 
@@ -213,7 +214,14 @@ def get_task(name: str) -> TaskSpec:
         return TASKS.get(name[:-2])
     if f"leval_{name}" in TASKS:
         return TASKS.get(f"leval_{name}")
-    return TASKS.get(name)  # raises UnknownComponentError with close names
+    if not isinstance(name, str) or not name or ":" in name:  # an import path, or the registry's one-line error
+        return TASKS.get(name)
+    known = sorted({*TASKS.names(), *(n.removeprefix("leval_") for n in TASKS.names() if n.startswith("leval_"))})
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
+    hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+    raise UnknownComponentError(f"unknown task {name!r}.{hint} Known (L-Eval's also without leval_, as configs "
+                                f"name them): {', '.join(known)}; or give a task file (.yaml) or an import path "
+                                "'package.module:Name'.")
 
 
 __all__ = ["TASKS", "TaskSpec", "get_task"]

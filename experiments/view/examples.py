@@ -10,6 +10,7 @@ are parsed by the page only when opened, so a large run stays fast.
 """
 from __future__ import annotations
 
+import difflib
 import json
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
@@ -282,17 +283,27 @@ def cut_text(r: Prediction) -> str:
             f"compressor kept ({r.reader_tokens_in} prompt tokens read)")
 
 
+def _did_you_mean(example_id: str, ids: set[str]) -> str:
+    """The run's ids a mistyped one may mean: those it ends (an id written without its task's prefix, as
+    ``natural_question-17-1`` for ``leval_natural_question-17-1``), else the closest spellings."""
+    close = sorted(i for i in ids if i.endswith(example_id)) or \
+        difflib.get_close_matches(example_id, sorted(ids), n=3, cutoff=0.6)
+    return f"; did you mean {', '.join(map(repr, close[:3]))}?" if close else ""
+
+
 def show_example(run_dir: str | Path, example_id: str, *, config_hash: str | None = None) -> str:
     """A readable dump of every prediction (or failure) of ``example_id`` in the run, one block per config."""
     files = RunDir(Path(run_dir)).require()
-    preds = [r for r in files.predictions.read() if r.id == example_id]
-    fails = [f for f in files.failures.read() if f.id == example_id]
+    every_pred, every_fail = list(files.predictions.read()), list(files.failures.read())
+    preds = [r for r in every_pred if r.id == example_id]
+    fails = [f for f in every_fail if f.id == example_id]
     if config_hash:
         preds = [r for r in preds if r.config_hash.startswith(config_hash)]
         fails = [f for f in fails if f.config_hash.startswith(config_hash)]
     if not preds and not fails:
         raise UserError(f"{files.path}: no prediction or failure for example id {example_id!r}"
-                        + (f" and config {config_hash!r}" if config_hash else ""))
+                        + (f" and config {config_hash!r}" if config_hash else "")
+                        + _did_you_mean(example_id, {r.id for r in [*every_pred, *every_fail]}))
     traces = load_traces(files.path)
     out = []
     for r in preds:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from core.files import write_atomic
+from core.paths import safe_name
 from experiments.report.cells import Cell, RunData, load_run
 from experiments.view.examples import (
     ContextLoader,
@@ -175,13 +176,21 @@ def render_html(meta: dict[str, Any], blocks: dict[str, Any]) -> str:
     return re.sub(r"\{\{([A-Z_]+)\}\}", lambda m: parts[m.group(1)], template)
 
 
+def view_file(against: str | Path | None = None) -> str:
+    """The page's name in the run directory: ``view.html``, or beside it ``view-against-OTHER.html`` for a page
+    compared with run OTHER, so a comparison never overwrites the run's own page."""
+    return VIEW_FILE if against is None else f"view-against-{safe_name(Path(against).resolve().name)}.html"
+
+
 def write_view(run: str | Path | RunData, *, against: str | Path | None = None, plot_paths: Sequence[Path] | None = None,
                out: str | Path | None = None, contexts: ContextLoader | None = None) -> Path:
-    """Write ``RUN_DIR/view.html`` (or ``out``) and return its path; ``run`` as for ``build_view``."""
+    """Write ``RUN_DIR/view.html`` (``view-against-OTHER.html`` with ``against``; or ``out``) and return its
+    path; ``run`` as for ``build_view``."""
     meta, blocks = build_view(run, against=against, plot_paths=plot_paths, contexts=contexts)
-    target = Path(out) if out is not None else (run.run_dir if isinstance(run, RunData) else Path(run)) / VIEW_FILE
+    folder = run.run_dir if isinstance(run, RunData) else Path(run)
+    target = Path(out) if out is not None else folder / view_file(against)
     write_atomic(target, render_html(meta, blocks))
     return target
 
 
-__all__ = ["VIEW_FILE", "build_view", "embed_json", "render_html", "write_view"]
+__all__ = ["VIEW_FILE", "build_view", "embed_json", "render_html", "view_file", "write_view"]

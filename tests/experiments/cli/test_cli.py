@@ -134,6 +134,11 @@ def test_show_prints_one_example(tmp_path):
     assert res.exit_code == 0 and res.output.count(f"example {first['id']}") == 2  # full and retrieval
     missing = CliRunner().invoke(app, ["show", str(tmp_path / "r"), "--id", "nope"])
     assert missing.exit_code == 2 and "no prediction or failure for example id 'nope'" in missing.output
+    # an id without its task's prefix (natural_question-17-1 for leval_natural_question-17-1), and a typo
+    short = CliRunner().invoke(app, ["show", str(tmp_path / "r"), "--id", first["id"][3:]])
+    assert short.exit_code == 2 and f"did you mean {first['id']!r}?" in short.output
+    typo = CliRunner().invoke(app, ["show", str(tmp_path / "r"), "--id", first["id"][:-1] + "x" + first["id"][-1]])
+    assert typo.exit_code == 2 and repr(first["id"]) in typo.output.split("did you mean", 1)[1]
 
 
 def test_a_metric_plugin_registered_by_entry_point_scores_a_file(tmp_path):
@@ -169,3 +174,24 @@ def test_running_a_config_again_continues_it_and_another_config_is_refused(tmp_p
     refused = CliRunner().invoke(app, ["run", str(other), "--out", str(tmp_path / "r")])
     assert refused.exit_code == 2 and "another config" in refused.output
     assert "continuing it" not in refused.output  # never announced before the config was compared
+
+
+def test_failures_a_resume_would_repeat_get_no_resume_advice(tmp_path):
+    # a budget below every chunk: the compressor refuses each example, and would again on every resume
+    cfg = {**CONFIG, "compressors": [{"name": "retrieval", "params": {"retriever": "bm25", "chunk_size": 30}}],
+           "budget": [3]}
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    res = _cli("run", path, "--out", tmp_path / "r", env={"CTXCOMP_CACHE_DIR": str(tmp_path / "cache")})
+    failures = (tmp_path / "r" / "failures.jsonl").read_text()
+    assert "smaller than the best chunk" in failures, res.stderr
+    assert "4 example(s) failed" in res.stderr and "which a resume repeats: change the config" in res.stderr
+    assert "--resume" not in res.stderr
+
+
+def test_resume_advice_names_only_the_failures_a_resume_may_fix():
+    from experiments.run.driver import RunStats
+
+    stats = RunStats(failed=5, failures_by_reason={"CompressionError": 2, "TransientError": 2, "RequestRejected": 1})
+    assert stats.failed_for_good() == 3
+    assert RunStats(failed=2, failures_by_reason={"TransientError": 2}).failed_for_good() == 0

@@ -4,6 +4,7 @@ import hashlib
 import html
 import json
 import re
+import shutil
 
 import pytest
 from typer.testing import CliRunner
@@ -129,3 +130,15 @@ def test_view_and_report_commands_write_the_page(run, tmp_path):
     assert result.exit_code == 0 and (run / "view.html").is_file()
     missing = CliRunner().invoke(app, ["view", str(tmp_path / "nope")])
     assert missing.exit_code == 2 and "error:" in missing.output
+
+
+def test_a_view_against_another_run_is_written_beside_the_runs_own_page(run, tmp_path_factory):
+    other = tmp_path_factory.mktemp("other") / "baseline"
+    shutil.copytree(run, other)
+    own = run / "view.html"
+    own.write_text("the run's own page", encoding="utf-8")
+    result = CliRunner().invoke(app, ["view", str(run), "--against", str(other)])
+    assert result.exit_code == 0, result.output
+    beside = run / "view-against-baseline.html"
+    assert f"wrote {beside}" in result.output and _blocks(beside.read_text(encoding="utf-8"))["meta"]["against"]
+    assert own.read_text(encoding="utf-8") == "the run's own page"  # not overwritten

@@ -122,12 +122,12 @@ def test_a_dry_run_that_fails_says_so_in_one_line(tmp_path, monkeypatch):
 
 
 def test_a_row_of_more_examples_than_the_sample_is_counted_on_an_even_sample_and_says_so(tmp_path, monkeypatch):
-    import experiments.run.plan as plan
+    import experiments.run.estimate as fast_dry_run
 
     cfg = parse_config({**CONFIG, "compressors": ["full"], "budget": None})
     grid = Runner(cfg, tmp_path / "r", progress=False).grid
     whole = {r.task: r for r in estimate(cfg, grid, set()).rows}
-    monkeypatch.setattr(plan, "EXACT_SAMPLE", 2)
+    monkeypatch.setattr(fast_dry_run, "EXACT_SAMPLE", 2)
     rows = {r.task: r for r in estimate(cfg, grid, set()).rows}
     qa, kv = rows["nq_multidoc"], rows["kv_retrieval"]
     assert qa.sampled and not qa.exact and qa.basis.endswith("scaled from 2 of 5 examples")

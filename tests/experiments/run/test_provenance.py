@@ -195,3 +195,18 @@ def test_a_whole_corpus_indexed_at_once_is_counted_not_recorded(monkeypatch):
     ledger.note("generations", "/g", ["k2"])
     ledger.stop(holder)
     assert ledger.take() == []  # what no one took is dropped with the last holder
+
+
+def test_show_manifest_prints_one_block_per_distinct_session():
+    from experiments.data.provenance import describe_manifest
+
+    look = {"command": ["ctxcomp", "run", "c.yaml", "--until-decided"], "cwd": "/w", "versions": {"prompt": 1},
+            "ctxcomp": {"version": "0.1", "commit": "a" * 40, "dirty": False}, "machine": {"cpu": "x", "cores": 2},
+            "data": [{"path": "d.jsonl", "size": 3, "sha256": "b" * 64}]}
+    times = [{"started": f"2026-11-29T01:0{i}", "ended": f"2026-11-29T01:0{i}:30"} for i in range(4)]
+    resumed = {**look, "command": ["ctxcomp", "run", "--resume", "r"], **times[3]}
+    text = describe_manifest({"sessions": [{**look, **t} for t in times[:3]] + [resumed]})
+    blocks = text.split("\n\n")
+    assert len(blocks) == 2 and text.count("  command: ") == 2  # a sequential run's 3 alike looks are one block
+    assert blocks[0].startswith("sessions 1-3 (3 alike but for their times): 2026-11-29T01:00 -> 2026-11-29T01:02:30")
+    assert blocks[1].startswith("session 4: 2026-11-29T01:03 -> 2026-11-29T01:03:30")

@@ -70,3 +70,10 @@ def test_what_check_metrics_computes_without_checking():
     assert helmet_reading({}, {"recall": 1}, {"precision": 1, "sentence_count": 1}, 2) is None
     assert helmet_reading({"fluency": "yes"}, {"recall": 1}, {"precision": 1, "sentence_count": 1}, 2) is None
     assert helmet_reading({"fluency": 1}, {"recall": 1}, {"precision": 1}, 2) is None
+
+
+def test_book_recall_follows_helmets_current_text_not_its_first_commits_typo():
+    # HELMET's first commit (985b73b) has "Smyrna ot America"; every commit from f4744f0 on has "Smyrna to America"
+    recall = FIXTURE["requests"]["helmet_book"]["recall"]
+    assert "escape from Smyrna to America so key point 5" in recall and "Smyrna ot" not in recall
+    assert _requests("helmet_book")["recall"] == recall

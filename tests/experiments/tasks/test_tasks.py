@@ -95,3 +95,13 @@ def test_get_task_accepts_longbench_e_bare_leval_names_and_task_files(tmp_path):
 def test_unknown_task_suggests_close_names():
     with pytest.raises(UnknownComponentError, match="hotpotqa"):
         get_task("hotpotq")
+
+
+def test_a_task_typo_suggests_and_lists_the_names_configs_use():
+    with pytest.raises(UnknownComponentError) as err:
+        get_task("natural_questoin")
+    message = str(err.value)
+    assert "Did you mean 'natural_question'" in message
+    known = message.split("Known", 1)[1]
+    assert ", natural_question," in known and ", leval_natural_question," in known  # configs write the first
+    assert get_task("natural_question") is get_task("leval_natural_question")
