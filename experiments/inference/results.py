@@ -1,7 +1,7 @@
 """What the room's tests return, and how a report prints it."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 CONFIDENCE = 0.95
 # Below this many pairs an interval says little: reports then give the delta and its n, without an interval
@@ -30,7 +30,7 @@ class PairedDelta:
     p_value: float
     n: int
     n_clusters: int = 0  # 0: not counted (a delta made before clusters existed): every pair its own cluster
-    method: str = ""
+    method: str = field(default="", compare=False)  # how, not what: two deltas with equal numbers are equal
 
     @property
     def clusters(self) -> int:
@@ -57,7 +57,7 @@ class MeanInterval:
     hi: float
     n: int
     n_clusters: int = 0
-    method: str = ""
+    method: str = field(default="", compare=False)
 
 
 def format_p(pd: PairedDelta | None) -> str:
