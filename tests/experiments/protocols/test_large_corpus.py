@@ -76,3 +76,32 @@ def test_index_options_need_a_corpus_and_a_bad_corpus_is_one_line(oracle_tsv):
     bad.write_text("id\ttext\ttitle\n1\tok\tT\n2\t\tT\n")
     res = runner.invoke(app, ["retrieve", "--litm", str(litm), "--corpus", str(bad)])
     assert res.exit_code == 2 and "bad.tsv:3: field 'text': is empty" in res.output
+
+
+def test_the_curve_over_a_corpus_on_disk_gives_the_in_memory_curve(oracle_tsv, tmp_path):
+    from experiments.report.cells import load_run
+    from experiments.report.curve import curve_rows
+    from experiments.run.config import parse_config
+    from experiments.run.driver import Runner
+
+    tsv, litm = oracle_tsv
+
+    def run(open_domain, out):
+        cfg = parse_config({"name": "curve", "tasks": [{"name": "nq_multidoc", "label": "nq_open", "path": str(litm),
+                                                        "limit": 20, "open_domain": open_domain}],
+                            "compressors": [{"name": "top_k", "params": {"k": [1, 5, 20]}}],
+                            "readers": [{"name": "extractive"}]})
+        runner = Runner(cfg, out, progress=False)
+        try:
+            runner.run()
+        finally:
+            runner.close()
+        return {r.k: r.recall for r in curve_rows(load_run(out))}
+
+    on_disk = run({"retriever": "bm25", "depth": 20, "corpus": str(tsv)}, tmp_path / "disk")
+    in_memory = run({"retriever": {"name": "bm25", "params": {"backend": "bm25s"}}, "depth": 20}, tmp_path / "mem")
+    assert on_disk == in_memory and on_disk[20] > on_disk[1]
+    preds = [json.loads(line) for line in (tmp_path / "disk" / "predictions.jsonl").read_text().splitlines()]
+    assert {p["meta"]["corpus_size"] for p in preds} == {2600}
+    kept = [c for p in preds for c in p["kept_chunks"]]
+    assert kept and all(str(c).split("#")[0].lstrip("pc").isdigit() for c in kept)
