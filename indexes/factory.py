@@ -294,10 +294,12 @@ class RowIndex:
         queries = np.ascontiguousarray(queries, dtype=np.float32)
         if queries.ndim != 2 or queries.shape[1] != self.dim:
             raise ValueError(f"queries must have shape (n, {self.dim}), got {queries.shape}")
-        params = [f"nprobe={nprobe}"] if nprobe else []
-        params += [f"efSearch={ef_search}"] if ef_search else []
-        if params:
-            faiss.ParameterSpace().set_index_parameters(self.index, ",".join(params))
+        for name, value, kind in (("nprobe", nprobe, "IVF"), ("efSearch", ef_search, "HNSW")):
+            if not value:
+                continue
+            if kind not in self.string:
+                raise UserError(f"{name} applies to {kind} indexes; {self.string!r} has none")
+            faiss.ParameterSpace().set_index_parameter(self.index, name, value)
         depth = min(max(k, rerank), len(self))
         scores, rows = self.index.search(queries, depth)
         if rerank and vectors is not None:
