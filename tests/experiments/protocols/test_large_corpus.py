@@ -105,3 +105,21 @@ def test_the_curve_over_a_corpus_on_disk_gives_the_in_memory_curve(oracle_tsv, t
     assert {p["meta"]["corpus_size"] for p in preds} == {2600}
     kept = [c for p in preds for c in p["kept_chunks"]]
     assert kept and all(str(c).split("#")[0].lstrip("pc").isdigit() for c in kept)
+
+
+def test_a_dense_index_string_through_retrieve_with_its_plan_and_refusal(oracle_tsv):
+    tsv, litm = oracle_tsv
+    dense = "tests.retrievers.test_shards:HashDense"
+    base = ["retrieve", "--litm", str(litm), "--corpus", str(tsv), "--retriever", dense, "--limit", "50"]
+    res = runner.invoke(app, [*base, "--index", "IVF8,Flat", "--max-index-memory", "400KB"])
+    assert res.exit_code == 2, res.output
+    line = [x for x in res.output.splitlines() if x.startswith("error:")][0]
+    assert "index 'IVF8,Flat' over 2,600 x 32 needs 671.3 KB (codes 325.0 KB, ids 20.3 KB, training 325.0 KB)" in line
+    assert line.endswith("--max-index-memory is 400.0 KB; 'Flat' would fit (325.0 KB)")
+    flat = _summary([*base[1:], "--index", "flat", "--json"])
+    res = runner.invoke(app, [*base, "--index", "IVF8,SQ8", "--nprobe", "8", "--rerank", "50", "--json"])
+    assert res.exit_code == 0, res.output
+    assert "memory plan: index 'IVF8,SQ8' over 2,600 x 32" in res.output and "training 'IVF8,SQ8' on 2,600" in res.output
+    assert json.loads(res.stdout.strip().splitlines()[-1]) == flat  # every list probed, then re-ranked exactly
+    res = runner.invoke(app, [*base, "--index", "flat", "--nprobe", "8"])
+    assert res.exit_code == 2 and "nprobe applies to IVF indexes; 'Flat' has none" in res.output
