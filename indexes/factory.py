@@ -18,9 +18,11 @@ back what the codes lose.
 """
 from __future__ import annotations
 
+import errno
 import math
 import os
 import re
+import shutil
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -310,11 +312,19 @@ class RowIndex:
         """FAISS's own format, written beside ``path`` and renamed: a killed save leaves no index."""
         import faiss
 
+        from core.files import DiskError, disk_error
+
         path = Path(path)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         try:
             faiss.write_index(self.index, str(tmp))
             os.replace(tmp, path)
+        except (OSError, RuntimeError) as err:  # FAISS reports a failed write as a RuntimeError
+            free = shutil.disk_usage(path.parent).free
+            why = err if isinstance(err, OSError) else OSError(errno.ENOSPC if "No space" in str(err) else 0, str(err))
+            raise DiskError(f"{disk_error(tmp, why)} (the index needs about "
+                            f"{human(self.index.ntotal * self.index.sa_code_size())}, {human(free)} is free there)"
+                            ) from None
         finally:
             tmp.unlink(missing_ok=True)
 

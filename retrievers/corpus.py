@@ -194,9 +194,16 @@ class DenseEngine:
         say("memory plan: " + p.describe())
         check_fits(p, s.max_memory)
         say(f"building {string!r} (no finished index at {path}; a killed build starts over)")
-        index = RowIndex.build(string, dim, n, lambda: (np.asarray(self.shards.read(i))
-                                                        for i in range(self.shards.shards)),
-                               train_size=s.train_size, seed=s.seed, say=say)
+        try:
+            index = RowIndex.build(string, dim, n, lambda: (np.asarray(self.shards.read(i))
+                                                            for i in range(self.shards.shards)),
+                                   train_size=s.train_size, seed=s.seed, say=say)
+        except MemoryError:
+            from indexes.factory import available_memory
+
+            raise UserError(f"out of memory building {string!r} over {n:,} x {dim} in this process: the plan "
+                            f"needs {human(p.total)}, {human(available_memory())} is free now; give a smaller "
+                            f"--index or --max-index-memory") from None
         index.save(path)
         return index
 

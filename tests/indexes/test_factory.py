@@ -113,3 +113,23 @@ def test_each_string_finds_flats_top_20_on_real_vectors(minilm_vectors, string, 
     assert overlap >= floor, overlap
     if settings.get("rerank"):
         np.testing.assert_allclose(scores[:, 0], np.einsum("qd,qd->q", queries, docs[rows[:, 0]]), rtol=1e-5)
+
+
+def test_a_full_disk_while_saving_is_one_line_naming_the_file_and_the_space_needed(tmp_path, monkeypatch):
+    import faiss
+
+    from core.files import DiskError
+
+    x = _vectors(500, 16)
+    index = RowIndex.build("Flat", 16, 500, lambda: [x])
+
+    def full(_index, path):
+        open(path, "wb").write(b"partial")
+        raise RuntimeError("Error in faiss::FileIOWriter: write failed: No space left on device")
+
+    monkeypatch.setattr(faiss, "write_index", full)
+    with pytest.raises(DiskError) as err:
+        index.save(tmp_path / "i.faiss")
+    msg = str(err.value)
+    assert "\n" not in msg and "the disk is full" in msg and "the index needs about 31.2 KB" in msg
+    assert list(tmp_path.iterdir()) == []  # no partial file left under any name

@@ -136,3 +136,15 @@ def test_a_killed_index_build_leaves_no_index_and_the_next_run_builds_it(store, 
     _dense(store, tmp_path / "k", said, index="IVF16,Flat")
     assert any("building 'IVF16,Flat' (no finished index at" in line for line in said)
     assert (tmp_path / "k" / "index-IVF16_Flat.faiss").is_file()
+
+
+def test_running_out_of_memory_while_building_is_one_line(store, tmp_path, monkeypatch):
+    from indexes import factory
+
+    def oom(*args, **kwargs):
+        raise MemoryError
+
+    monkeypatch.setattr(factory.RowIndex, "build", oom)
+    with pytest.raises(UserError, match=r"^out of memory building 'IVF16,Flat' over 3,000 x 48 in this process: "
+                                        r"the plan needs .* is free now; give a smaller --index"):
+        _dense(store, tmp_path / "m", [], index="IVF16,Flat")
