@@ -24,6 +24,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from core.errors import UserError
+from core.progress import progress_bar
 from indexes.factory import RowIndex, check_fits, fit, human, plan, resolve
 from indexes.passages import PassageStore
 from indexes.types import Chunk
@@ -195,9 +196,11 @@ class DenseEngine:
         check_fits(p, s.max_memory)
         say(f"building {string!r} (no finished index at {path}; a killed build starts over)")
         try:
-            index = RowIndex.build(string, dim, n, lambda: (np.asarray(self.shards.read(i))
-                                                            for i in range(self.shards.shards)),
-                                   train_size=s.train_size, seed=s.seed, say=say)
+            with progress_bar(n, f"add to {string}", unit="vec", leave=False) as bar:
+                index = RowIndex.build(string, dim, n, lambda: (np.asarray(self.shards.read(i))
+                                                                for i in range(self.shards.shards)),
+                                       train_size=s.train_size, seed=s.seed, say=say,
+                                       on_block=lambda done: bar.update(done - bar.n))
         except MemoryError:
             from indexes.factory import available_memory
 
