@@ -20,11 +20,13 @@ DEFAULT_KS = "1,2,5,10,20,30,40,50"
 
 
 def curve_config(litm: Path, retriever: dict, readers: list[str], ks: list[int], limit: int | None,
-                 query_aware: bool, max_new_tokens: int | None = None, margin: float | None = None) -> dict:
+                 query_aware: bool, max_new_tokens: int | None = None, margin: float | None = None,
+                 corpus: str | None = None) -> dict:
     """The run config a curve stands for (``max_new_tokens``: the task's own when None; ``margin``: the
-    saturation test's, in points, the config's default when None)."""
+    saturation test's, in points, the config's default when None; ``corpus``: a passage corpus searched from
+    disk instead of the file's own passages)."""
     task = {"name": "nq_multidoc", "label": "nq_open", "path": str(litm), "limit": limit, "query_aware": query_aware,
-            "open_domain": {"retriever": retriever, "depth": max(ks)}}
+            "open_domain": {"retriever": retriever, "depth": max(ks), **({"corpus": corpus} if corpus else {})}}
     if max_new_tokens is not None:
         task["max_new_tokens"] = max_new_tokens
     config = {
@@ -73,9 +75,16 @@ def curve(
     executor: str = typer.Option("local", "--executor", help="Where the corpus is encoded into shards: 'local' (this process) or 'ray' (a pool of encoder actors). The reader runs here either way."),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Join this Ray cluster ('auto', HOST:PORT or ray://HOST:PORT); default: start a local Ray instance."),
     workers: Optional[int] = typer.Option(None, "--workers", help="Ray encoder actors (default: one per GPU, else the cluster's CPUs)."),
+    corpus: Optional[str] = typer.Option(None, "--corpus", help="Retrieve from this passage corpus instead of the file's own passages: a data name (wikipedia-dpr-100w) or a .tsv[.gz] or .parquet file (id, text[, title]), searched from disk."),
+    index: Optional[str] = typer.Option(None, "--index", help="With --corpus and a dense retriever: a FAISS index_factory string, flat, hnsw, ivf or auto."),
+    nprobe: Optional[int] = typer.Option(None, "--nprobe", help="Inverted lists searched per query (IVF indexes)."),
+    ef_search: Optional[int] = typer.Option(None, "--ef-search", help="HNSW's efSearch."),
+    rerank: Optional[int] = typer.Option(None, "--rerank", help="Re-score this many candidates exactly against the full vectors."),
+    max_index_memory: Optional[str] = typer.Option(None, "--max-index-memory", help="Refuse an index whose build needs more (e.g. 8GB), naming a string that fits."),
 ) -> None:
     """Index the file's passages once, give every question its top-k, and chart recall@k against accuracy@k."""
     from experiments.cli.run import execute
+    from experiments.protocols.large_corpus import with_index_options
     from experiments.report.curve import curve_rows, curve_table, saturation
     from experiments.run.config import load_config, parse_config
 
@@ -97,8 +106,10 @@ def curve(
         k_list = parse_ints(ks, "--ks")
         if min(k_list) < 1:
             raise UserError(f"--ks must be positive, got {ks}")
-        cfg = parse_config(curve_config(data_path(litm), retriever_spec(retriever, retriever_param), reader or ["smollm2"],
-                                        k_list, limit, query_aware, max_new_tokens, margin), "ctxcomp curve options")
+        section = with_index_options(retriever_spec(retriever, retriever_param), corpus, index=index, nprobe=nprobe,
+                                     ef_search=ef_search, rerank=rerank, max_index_memory=max_index_memory)
+        cfg = parse_config(curve_config(data_path(litm), section, reader or ["smollm2"], k_list, limit, query_aware,
+                                        max_new_tokens, margin, corpus), "ctxcomp curve options")
     plan = curve_shard_plan(cfg, out, executor, ray_address, workers, shards, shard_size)
     result = execute(cfg, out, plain=plain_output(plain), shards=plan, summary=False)
     rows = curve_rows(result.data)

@@ -66,7 +66,7 @@ def shard_plan(executor: str, ray_address: Optional[str], workers: Optional[int]
 
 @user_errors
 def retrieve(
-    corpus: Optional[Path] = typer.Argument(None, help="JSONL corpus: id, text[, title]."),
+    corpus: Optional[Path] = typer.Argument(None, help="JSONL corpus: id, text[, title] (held in memory); a data name, .tsv[.gz] or .parquet corpus is searched from disk as with --corpus."),
     queries: Optional[Path] = typer.Argument(None, help="JSONL queries: id, query[, answers]."),
     litm: Optional[Path] = typer.Option(None, "--litm", help="A Lost-in-the-Middle file (.jsonl or .jsonl.gz) as corpus and queries: a path, or a data name "
                                        "from `ctxcomp data list` (lost_in_the_middle/nq-open-oracle)."),
@@ -81,10 +81,18 @@ def retrieve(
     executor: str = typer.Option("local", "--executor", help="Where the corpus is encoded into shards: 'local' (this process) or 'ray' (a pool of encoder actors)."),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Join this Ray cluster ('auto', HOST:PORT or ray://HOST:PORT); default: start a local Ray instance."),
     workers: Optional[int] = typer.Option(None, "--workers", help="Ray encoder actors (default: one per GPU, else the cluster's CPUs)."),
+    corpus_name: Optional[str] = typer.Option(None, "--corpus", help="A passage corpus searched from disk: a data name (wikipedia-dpr-100w) or a .tsv[.gz], .jsonl[.gz] or .parquet file (id, text[, title]); the queries come from --litm or QUERIES."),
+    index: Optional[str] = typer.Option(None, "--index", help="With --corpus and a dense retriever: a FAISS index_factory string ('IVF4096,SQ8', 'OPQ64,IVF16384,PQ64'), flat, hnsw, ivf or auto."),
+    nprobe: Optional[int] = typer.Option(None, "--nprobe", help="Inverted lists searched per query (IVF indexes)."),
+    ef_search: Optional[int] = typer.Option(None, "--ef-search", help="HNSW's efSearch."),
+    rerank: Optional[int] = typer.Option(None, "--rerank", help="Re-score this many candidates exactly against the full vectors (memory-mapped shards)."),
+    max_index_memory: Optional[str] = typer.Option(None, "--max-index-memory", help="Refuse (naming a string that fits) an index whose build needs more, e.g. 8GB; `--index auto` picks within it."),
 ) -> None:
     """Retrieve the top-k passages per query and report answer recall."""
+    from experiments.protocols.large_corpus import corpus_on_disk, open_corpus_search
     from experiments.protocols.retrieval import (
         litm_corpus_and_queries,
+        litm_questions,
         load_corpus,
         load_queries,
         retrieve_all,
@@ -104,7 +112,14 @@ def retrieve(
         raise UserError(f"--out {out} is a directory; name the JSONL file to write")
     spec = retriever_spec(retriever, retriever_param)
     plan = shard_plan(executor, ray_address, workers, shards, shard_size, default_shard_root(), [spec])
-    if litm is not None:
+    index_options = {"index": index, "nprobe": nprobe, "ef_search": ef_search, "rerank": rerank,
+                     "max_index_memory": max_index_memory}
+    big = corpus_on_disk(corpus_name, corpus, queries, litm, index_options)
+    if big is not None:
+        qs = litm_questions(data_path(litm), limit) if litm is not None else load_queries(big[1], limit)
+        engine = open_corpus_search(big[0], spec, index=index_options,
+                                    pool_for=plan.encoder_pool if plan is not None else None)
+    elif litm is not None:
         if corpus is not None or queries is not None:
             raise UserError("give either --litm FILE or CORPUS QUERIES, not both")
         chunks, qs = litm_corpus_and_queries(data_path(litm), limit)
@@ -112,11 +127,11 @@ def retrieve(
         if corpus is None or queries is None:
             raise UserError("give CORPUS and QUERIES (JSONL files), or --litm FILE")
         chunks, qs = load_corpus(corpus), load_queries(queries, limit)
-    if plan is None:
+    if big is None and plan is None:
         built = make_retriever(spec)
         print(f"indexing {len(chunks)} passages with {built.label} ...", file=sys.stderr)
         engine = Checked.index(built, chunks)
-    else:
+    elif big is None:
         engine = Checked(plan.index(spec, chunks), chunks)
     sink = open(out, "w", encoding="utf-8") if out is not None else (None if json_out else sys.stdout)
 

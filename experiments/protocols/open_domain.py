@@ -26,20 +26,23 @@ SEARCH_BATCH = 256
 
 
 def open_domain_examples(questions: Sequence[Example], corpus: Sequence[Passage], *, retriever: Any = "bm25",
-                         depth: int = 50, progress: bool = False, index_with: IndexWith | None = None) -> list[Example]:
+                         depth: int = 50, progress: bool = False, index_with: IndexWith | None = None,
+                         index: PassageIndex | None = None) -> list[Example]:
     """The questions with their own passages replaced by the ``depth`` best passages of the whole corpus.
 
     The corpus is indexed in ``index_order`` (seeded, recorded as ``corpus_seed`` in each example's meta), never
     in file order, so no tie or fallback favours the passages of the questions a limit keeps.
 
     ``index_with``: how the corpus index is built, when not by ``retriever.index`` (see ``PassageIndex``);
-    it changes where the vectors are computed, never which passages a question gets.
+    it changes where the vectors are computed, never which passages a question gets.  ``index``: a built
+    index to search instead (a corpus on disk: ``experiments.protocols.large_corpus``); ``corpus`` is then unused.
     """
     if depth < 1:
         raise UserError(f"open_domain depth must be >= 1, got {depth}")
     if not questions:
         raise UserError("no questions to retrieve for")
-    index = PassageIndex(index_order(corpus), retriever, index_with=index_with)
+    # a corpus on disk (``index``) is searched as built; one in memory is indexed in the seeded order
+    index = index if index is not None else PassageIndex(index_order(corpus), retriever, index_with=index_with)
     out: list[Example] = []
     with progress_bar(len(questions), f"retrieve ({index.retriever.label})", unit="q", leave=False,
                       enabled=progress) as bar:

@@ -149,6 +149,7 @@ def _with_distractors(examples: list[Example], task: TaskConfig, num_docs: int) 
 def _open_domain(spec: TaskSpec, examples: list[Example], task: TaskConfig, progress: bool,
                  shards: ShardPlan | None) -> list[Example]:
     from experiments.protocols.corpus import load_litm_corpus
+    from experiments.protocols.large_corpus import CorpusPassageIndex, is_corpus_file, open_corpus_search
     from experiments.protocols.open_domain import open_domain_examples
 
     od = task.open_domain
@@ -159,6 +160,11 @@ def _open_domain(spec: TaskSpec, examples: list[Example], task: TaskConfig, prog
                         "or `data:`)")
     if spec.family != "litm_qa":
         raise UserError(f"task {task.key!r}: open_domain works on Lost in the Middle QA tasks, not {spec.family}")
+    if od.corpus and is_corpus_file(od.corpus):  # a passage corpus by name or path, searched from disk
+        search = open_corpus_search(od.corpus, od.retriever.spec, progress=progress,
+                                    pool_for=shards.encoder_pool if shards is not None else None)
+        return open_domain_examples(examples, [], retriever=od.retriever.spec, depth=od.depth, progress=progress,
+                                    index=CorpusPassageIndex(search))
     _, corpus = load_litm_corpus(corpus_file)
     dense = shards is not None and is_dense(od.retriever.spec)
     return open_domain_examples(examples, corpus, retriever=od.retriever.spec, depth=od.depth, progress=progress,

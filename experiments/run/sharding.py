@@ -77,6 +77,13 @@ class ShardPlan:
                                      on_shard=lambda _i: bar.update(1), say=say)
 
 
+    def encoder_pool(self, retriever: Any) -> Callable[[], RayEncoderPool] | None:
+        """A factory of the Ray encoder pool for ``retriever``'s section (None when encoding here)."""
+        if self.executor != "ray":
+            return None
+        return lambda: RayEncoderPool(retriever, address=self.address, workers=self.workers, gpus_per_worker=None)
+
+
 class EncoderActor:
     """The body of one Ray actor: one encoder, built once from a retriever section."""
 

@@ -1,0 +1,156 @@
+"""Corpus-scale retrieval on one machine: index strings' memory, build time, queries/s and recall against flat,
+and BM25 built in blocks; each size in a fresh process so peak RSS is its own.
+
+    python benchmarks/bench_corpus.py dense --n 100000 --strings "Flat;IVF256,SQ8;IVF256,PQ64" --rerank 100
+    python benchmarks/bench_corpus.py bm25 --n 200000
+
+Dense vectors are real-like, not real: 768-d, drawn as a mixture of 2,000 Gaussian clusters whose centres
+lie in a random 128-d subspace with a decaying spectrum, plus isotropic noise, then L2-normalised (sentence
+embeddings are anisotropic and clustered; i.i.d. Gaussian vectors would make every index look worse than
+it is).  Queries are corpus vectors plus noise.  They are written as 50,000-row .npy shards, as the encoder
+writes them, and the index is built from the memory-mapped shards.  BM25 passages are 100 words drawn from a
+Zipf(1.1) vocabulary of 200,000 words.  One line of JSON per measurement, with the load average beside it.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from indexes.factory import RowIndex, plan  # noqa: E402
+
+
+def rss_peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def real_like(n: int, dim: int, seed: int, block: int = 50_000):
+    """Blocks of the real-like vectors described above (the same for a given seed and n)."""
+    rng = np.random.default_rng(seed)
+    basis = np.linalg.qr(rng.standard_normal((dim, 128)))[0].T.astype(np.float32)  # 128 x dim
+    spectrum = (np.arange(1, 129) ** -0.5).astype(np.float32)
+    centres = (rng.standard_normal((2000, 128)).astype(np.float32) * spectrum) @ basis
+    for lo in range(0, n, block):
+        m = min(block, n - lo)
+        brng = np.random.default_rng([seed, lo])
+        x = centres[brng.integers(0, 2000, m)] + 0.35 * (brng.standard_normal((m, 128)).astype(np.float32) * spectrum) @ basis
+        x += 0.02 * brng.standard_normal((m, dim)).astype(np.float32)
+        x /= np.linalg.norm(x, axis=1, keepdims=True)
+        yield x
+
+
+def dense(args) -> None:
+    import faiss
+
+    faiss.omp_set_num_threads(args.threads)
+    folder = Path(args.dir or tempfile.mkdtemp(prefix="bench-corpus-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for i, block in enumerate(real_like(args.n, args.dim, 0)):
+        path = folder / f"shard-{i:05d}.npy"
+        if not path.exists():
+            np.save(path, block)
+        paths.append(path)
+    shards = [np.load(p, mmap_mode="r") for p in paths]
+    offsets = np.cumsum([0] + [len(s) for s in shards])
+    rng = np.random.default_rng(1)
+    picks = rng.choice(args.n, args.queries, replace=False)
+    queries = np.stack([shards[np.searchsorted(offsets, r, "right") - 1][r - offsets[np.searchsorted(offsets, r, "right") - 1]] for r in picks])
+    queries = queries + 0.05 * rng.standard_normal(queries.shape).astype(np.float32)
+    queries /= np.linalg.norm(queries, axis=1, keepdims=True)
+
+    def vectors(rows):
+        out = np.empty((len(rows), args.dim), np.float32)
+        for j, r in enumerate(rows):
+            s = np.searchsorted(offsets, r, "right") - 1
+            out[j] = shards[s][r - offsets[s]]
+        return out
+
+    exact = None
+    for string in args.strings.split(";"):
+        p = plan(string, args.n, args.dim)
+        t0 = time.perf_counter()
+        index = RowIndex.build(string, args.dim, args.n, lambda: (np.asarray(s) for s in shards))
+        build_s = time.perf_counter() - t0
+        for rerank in ([0] if string == "Flat" else [0, args.rerank]):
+            t0 = time.perf_counter()
+            nprobe = args.nprobe if "IVF" in string else None
+            _, rows = index.search(queries, 20, nprobe=nprobe, rerank=rerank, vectors=vectors if rerank else None)
+            search_s = time.perf_counter() - t0
+            if string == "Flat":
+                exact = rows
+            overlap = None if exact is None else float(np.mean([len(set(a) & set(b)) / 20 for a, b in zip(rows, exact)]))
+            print(json.dumps({"what": "dense", "string": string, "n": args.n, "dim": args.dim, "rerank": rerank,
+                              "nprobe": args.nprobe, "index_bytes": p.resident, "bytes_per_vector": round(p.per_vector(), 1),
+                              "stored_bytes": faiss.serialize_index(index.index).nbytes if args.n <= 300_000 else None,
+                              "train_size": p.train_size, "build_s": round(build_s, 1), "qps": round(len(queries) / search_s, 1),
+                              "top20_of_flat": overlap, "peak_rss_mb": round(rss_peak_mb()), "threads": args.threads,
+                              "load": os.getloadavg()[0]}), flush=True)
+        del index
+
+
+def bm25(args) -> None:
+    from indexes.passages import build_store
+    from retrievers.corpus import BM25Engine
+
+    folder = Path(args.dir or tempfile.mkdtemp(prefix="bench-bm25-"))
+    rng = np.random.default_rng(0)
+    vocab = np.array([f"w{i}" for i in range(200_000)])
+    weights = 1 / np.arange(1, 200_001) ** 1.1
+    weights /= weights.sum()
+
+    def rows():
+        for lo in range(0, args.n, 10_000):
+            words = rng.choice(vocab, size=(min(10_000, args.n - lo), 100), p=weights)
+            for i, ws in enumerate(words):
+                yield f"d{lo + i}", " ".join(ws), ""
+
+    t0 = time.perf_counter()
+    store = build_store(folder / "store.sqlite", rows, source=f"zipf-{args.n}").store
+    store_s = time.perf_counter() - t0
+    rss_store = rss_peak_mb()
+    t0 = time.perf_counter()
+    engine = BM25Engine(store, folder / "bm25", use_title=False)
+    build_s = time.perf_counter() - t0
+    queries = [" ".join(rng.choice(vocab[:20_000], 4)) for _ in range(args.queries)]
+    t0 = time.perf_counter()
+    engine.search_rows(queries, 20)
+    qps = len(queries) / (time.perf_counter() - t0)
+    disk = sum(f.stat().st_size for f in (folder / "bm25").iterdir())
+    print(json.dumps({"what": "bm25", "n": args.n, "store_s": round(store_s, 1), "build_s": round(build_s, 1),
+                      "qps": round(qps, 1), "store_bytes": store.path.stat().st_size, "index_disk_bytes": disk,
+                      "peak_rss_mb_store": round(rss_store), "peak_rss_mb": round(rss_peak_mb()),
+                      "load": os.getloadavg()[0]}), flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="what", required=True)
+    d = sub.add_parser("dense")
+    d.add_argument("--n", type=int, default=100_000)
+    d.add_argument("--dim", type=int, default=768)
+    d.add_argument("--strings", default="Flat;IVF256,SQ8;IVF256,PQ64")
+    d.add_argument("--nprobe", type=int, default=16)
+    d.add_argument("--rerank", type=int, default=100)
+    d.add_argument("--queries", type=int, default=200)
+    d.add_argument("--threads", type=int, default=1)
+    d.add_argument("--dir")
+    b = sub.add_parser("bm25")
+    b.add_argument("--n", type=int, default=200_000)
+    b.add_argument("--queries", type=int, default=200)
+    b.add_argument("--dir")
+    args = ap.parse_args()
+    dense(args) if args.what == "dense" else bm25(args)
+
+
+if __name__ == "__main__":
+    main()

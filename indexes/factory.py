@@ -1,0 +1,371 @@
+"""Corpus-scale vector indexes given by FAISS's own ``index_factory`` strings, planned to fit before they are built.
+
+Wikipedia's 21M passages at 768 dimensions are 64.5 GB as float32: only
+compressed codes (PQ, OPQ, SQ8) behind an inverted file fit a 24 GB machine.
+FAISS's guidelines ("Guidelines to choose an index", the FAISS wiki) give the
+rules used here: an inverted file of about ``4*sqrt(n)`` lists (a power of two),
+trained on 30-256 points per list; PQ codes of ``m`` bytes; an exact re-ranking
+of the top candidates against the full vectors (memory-mapped, on disk) to win
+back what the codes lose.
+
+* :func:`resolve` turns today's names (``flat``, ``hnsw``, ``ivf``) and
+  ``auto`` into strings; any other string goes to ``faiss.index_factory`` as is.
+* :func:`plan` says what an index will take in memory -- codes, ids, fixed
+  tables (centroids, codebooks, rotations), the training sample -- before any
+  of it is built; :func:`fit` names the best string within a budget.
+* :class:`RowIndex` holds the built index.  Its labels are corpus row numbers
+  (int64, FAISS's own), never Python strings.
+"""
+from __future__ import annotations
+
+import errno
+import math
+import os
+import re
+import shutil
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from core.errors import UserError
+
+NAMES = {"flat": "Flat", "hnsw": "HNSW32,Flat", "ivf": "IVF{nlist},Flat"}
+RERANK_DEFAULT = 0
+HNSW_LINK_BYTES = 4  # FAISS stores neighbours as int32: 2*M on level 0, M above (1/M of nodes per level)
+
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "g": 1 << 30, "gb": 1 << 30,
+          "t": 1 << 40, "tb": 1 << 40}
+
+
+def parse_bytes(text: str | int, what: str = "memory") -> int:
+    """``8GB``, ``512MB``, ``1.5G`` or a number of bytes; one-line error otherwise (units are powers of 1024)."""
+    if isinstance(text, int):
+        return text
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", str(text))
+    if not m or m.group(2).lower() not in _UNITS:
+        raise UserError(f"{what} {text!r}: give a size like 8GB, 512MB or 1.5G")
+    return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+
+
+def human(nbytes: float) -> str:
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if abs(nbytes) < 1024 or unit == "TB":
+            return f"{nbytes:.0f} {unit}" if unit == "B" else f"{nbytes:.1f} {unit}"
+        nbytes /= 1024
+    return f"{nbytes:.1f} TB"
+
+
+def default_nlist(n: int) -> int:
+    """FAISS's guideline: about 4*sqrt(n) inverted lists, as a power of two, at least 1 and at most n/39."""
+    want = 4 * math.sqrt(max(n, 1))
+    nlist = 1 << max(0, round(math.log2(want)))
+    while nlist > 1 and nlist * 39 > n:
+        nlist //= 2
+    return nlist
+
+
+def resolve(index: str, n: int) -> str:
+    """A factory string for ``index`` over ``n`` vectors: names become strings, ``{nlist}`` is filled in."""
+    text = NAMES.get(index.strip().lower(), index.strip())
+    return text.replace("{nlist}", str(default_nlist(n)))
+
+
+def default_train_size(string: str, n: int) -> int:
+    """Vectors to train on: 64 per inverted list (FAISS warns under 39), at least 256*39 for PQ/SQ codebooks;
+    never more than ``n`` (0 for an index that needs no training)."""
+    nlist = _nlist(string)
+    needs = nlist > 0 or re.search(r"(^|,)(O?PQ|SQ|PCA|OPQ|RQ|LSH)", string) is not None
+    if not needs:
+        return 0
+    return int(min(n, max(64 * nlist, 256 * 39)))
+
+
+def _nlist(string: str) -> int:
+    m = re.search(r"IVF(\d+)", string)
+    return int(m.group(1)) if m else 0
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    """What an index of ``string`` over ``n`` vectors takes in memory, in bytes, before it is built.
+
+    ``codes``: the compressed vectors; ``ids``: the inverted lists' int64 labels (none for a flat or
+    HNSW index, whose labels are implicit row numbers); ``fixed``: centroids, codebooks, rotations and
+    graph links; ``training``: the float32 sample held while training; ``store``: the passage store,
+    on disk (SQLite; the page cache it uses is the kernel's, not counted).  ``total`` is what the build
+    peaks at: codes, ids, fixed and training together.
+    """
+
+    string: str
+    n: int
+    dim: int
+    codes: int
+    ids: int
+    fixed: int
+    training: int
+    train_size: int
+    store: int = 0
+
+    @property
+    def resident(self) -> int:
+        """Memory held while searching (the training sample is freed after training)."""
+        return self.codes + self.ids + self.fixed
+
+    @property
+    def total(self) -> int:
+        return self.resident + self.training
+
+    def per_vector(self) -> float:
+        return self.resident / max(self.n, 1)
+
+    def describe(self) -> str:
+        return (f"index {self.string!r} over {self.n:,} x {self.dim}: codes {human(self.codes)}, ids "
+                f"{human(self.ids)}, centroids/codebooks/links {human(self.fixed)}, training "
+                f"{human(self.training)} ({self.train_size:,} vectors), total {human(self.total)}"
+                + (f"; passage store {human(self.store)} on disk" if self.store else ""))
+
+
+def plan(string: str, n: int, dim: int, *, train_size: int | None = None, store: int = 0) -> MemoryPlan:
+    """The memory an index of factory ``string`` over ``n`` ``dim``-d vectors will take (see ``MemoryPlan``).
+
+    Code sizes come from FAISS itself (an untrained index of the string reports its ``code_size``); ids,
+    centroids, codebooks and links follow FAISS's layouts.
+    """
+    import faiss
+
+    try:
+        index = faiss.index_factory(dim, string, faiss.METRIC_INNER_PRODUCT)
+    except RuntimeError as err:
+        raise UserError(f"index {string!r} is not a FAISS index_factory string for {dim}-d vectors: "
+                        f"{str(err).strip().splitlines()[-1]}") from None
+    fixed = 0
+    inner = index
+    while isinstance(inner, faiss.IndexPreTransform):
+        for i in range(inner.chain.size()):
+            t = faiss.downcast_VectorTransform(inner.chain.at(i))
+            fixed += 4 * t.d_in * t.d_out + 4 * t.d_out  # the matrix and bias it applies
+            if isinstance(t, faiss.PCAMatrix):  # and the full eigen-decomposition it keeps
+                fixed += 4 * (t.d_in * t.d_in + 2 * t.d_in)
+        inner = faiss.downcast_index(inner.index)
+    inner = faiss.downcast_index(inner)
+    ids = 0
+    try:
+        ivf = faiss.downcast_index(faiss.extract_index_ivf(inner))
+    except RuntimeError:
+        ivf = None
+    if ivf is not None:
+        code = ivf.code_size
+        ids = 8 * n
+        quantizer = faiss.downcast_index(ivf.quantizer)
+        fixed += ivf.nlist * ivf.d * 4
+        if isinstance(quantizer, faiss.IndexHNSW):
+            fixed += ivf.nlist * _hnsw_links(quantizer.hnsw)
+        fixed += _codebook_bytes(ivf)
+    elif isinstance(inner, faiss.IndexHNSW):
+        storage = faiss.downcast_index(inner.storage)
+        code = storage.sa_code_size() + _hnsw_links(inner.hnsw)
+        fixed += _codebook_bytes(storage)
+    else:
+        code = inner.sa_code_size()
+        fixed += _codebook_bytes(inner)
+    size = 0 if index.is_trained else default_train_size(string, n) if train_size is None else min(train_size, n)
+    return MemoryPlan(string, n, dim, codes=code * n, ids=ids, fixed=fixed, training=size * dim * 4,
+                      train_size=size, store=store)
+
+
+def _hnsw_links(hnsw: Any) -> int:
+    m = hnsw.nb_neighbors(1) if hasattr(hnsw, "nb_neighbors") else 32
+    return int(HNSW_LINK_BYTES * (2 * m + m / max(m - 1, 1)) + 8 + 4)  # neighbours, offsets, levels
+
+
+def _codebook_bytes(index: Any) -> int:
+    """PQ / SQ tables of ``index``: 2^nbits centroids of d/m floats per sub-quantizer, or 2 floats per dim."""
+    pq = getattr(index, "pq", None)
+    if pq is not None:
+        return int(pq.M * pq.ksub * pq.dsub * 4)
+    sq = getattr(index, "sq", None)
+    if sq is not None:
+        return int(2 * index.d * 4)
+    return 0
+
+
+def candidates(n: int, dim: int) -> list[str]:
+    """Strings to try, best recall first (FAISS's guidelines), for ``auto`` and for a refusal's suggestion."""
+    nlist = default_nlist(n)
+    out = ["Flat"] if n <= 200_000 else []
+    if nlist >= 2:
+        out += [f"IVF{nlist},Flat", f"IVF{nlist},SQ8"]
+        out += [f"OPQ{m},IVF{nlist},PQ{m}" for m in (256, 192, 128, 96, 64, 48, 32, 16, 8) if dim % m == 0 and m <= dim]
+    else:
+        out += ["Flat"] if "Flat" not in out else []
+    return list(dict.fromkeys(out))
+
+
+def fit(n: int, dim: int, budget: int, *, store: int = 0) -> MemoryPlan | None:
+    """The plan of the best string whose build fits in ``budget`` bytes; None when none does."""
+    for string in candidates(n, dim):
+        p = plan(string, n, dim, store=store)
+        if p.total <= budget:
+            return p
+    return None
+
+
+def available_memory() -> int:
+    """MemAvailable from /proc/meminfo (bytes); the physical memory elsewhere."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def check_fits(p: MemoryPlan, budget: int | None) -> None:
+    """Refuse in one line when ``p`` exceeds ``budget`` (``--max-index-memory``) or the free memory, naming
+    a string that would fit."""
+    free = available_memory()
+    limits = [(budget, "--max-index-memory")] if budget is not None else []
+    limits.append((free, "the free memory"))
+    for limit, name in limits:
+        if p.total > limit:
+            better = fit(p.n, p.dim, limit, store=p.store)
+            hint = (f"; {better.string!r} would fit ({human(better.total)})" if better is not None
+                    else "; no index string fits: split the corpus into shards (ctxcomp's Ray shards) or raise it")
+            raise UserError(f"index {p.string!r} over {p.n:,} x {p.dim} needs {human(p.total)} (codes "
+                            f"{human(p.codes)}, ids {human(p.ids)}, training {human(p.training)}) but {name} is "
+                            f"{human(limit)}{hint}")
+
+
+class RowIndex:
+    """A FAISS index of any factory string whose labels are corpus row numbers (int64), searched in batches.
+
+    ``search`` takes the search parameters (``nprobe`` for inverted files, ``ef_search`` for HNSW) and an
+    optional exact re-ranking: the best ``rerank`` candidates are scored again against their full vectors
+    (``vectors(rows)``, e.g. the memory-mapped embedding shards) and the best ``k`` of them kept.
+    """
+
+    def __init__(self, index: Any, string: str) -> None:
+        self.index, self.string = index, string
+
+    @property
+    def dim(self) -> int:
+        return int(self.index.d)
+
+    def __len__(self) -> int:
+        return int(self.index.ntotal)
+
+    @classmethod
+    def build(cls, string: str, dim: int, n: int, blocks: Callable[[], Iterable[np.ndarray]], *,
+              train_size: int | None = None, seed: int = 0, on_block: Callable[[int], None] | None = None,
+              say: Callable[[str], None] | None = None) -> RowIndex:
+        """Train on a seeded sample of ``train_size`` rows drawn from ``blocks()`` (float32, in corpus order,
+        ``n`` rows in all), then add every block; row ``i`` of the corpus gets label ``i``."""
+        import faiss
+
+        index = faiss.index_factory(dim, string, faiss.METRIC_INNER_PRODUCT)
+        if not index.is_trained:
+            size = default_train_size(string, n) if train_size is None else min(train_size, n)
+            rng = np.random.default_rng(seed)
+            rows = np.sort(rng.choice(n, size=size, replace=False))
+            if say is not None:
+                say(f"training {string!r} on {size:,} of {n:,} vectors (seed {seed})")
+            index.train(_gather(blocks(), rows, dim))
+        added = 0
+        for block in blocks():
+            block = np.ascontiguousarray(block, dtype=np.float32)
+            index.add(block)
+            added += len(block)
+            if on_block is not None:
+                on_block(added)
+        if added != n:
+            raise ValueError(f"the blocks held {added} vectors, not {n}")
+        return cls(index, string)
+
+    def search(self, queries: np.ndarray, k: int, *, nprobe: int | None = None, ef_search: int | None = None,
+               rerank: int = 0, vectors: Callable[[np.ndarray], np.ndarray] | None = None
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """(scores, rows), each (len(queries), k') best first; rows are int64, k' <= k; -1 rows are dropped
+        by the caller (FAISS pads with -1 when fewer than k are found)."""
+        import faiss
+
+        queries = np.ascontiguousarray(queries, dtype=np.float32)
+        if queries.ndim != 2 or queries.shape[1] != self.dim:
+            raise ValueError(f"queries must have shape (n, {self.dim}), got {queries.shape}")
+        for name, value, kind in (("nprobe", nprobe, "IVF"), ("efSearch", ef_search, "HNSW")):
+            if not value:
+                continue
+            if kind not in self.string:
+                raise UserError(f"{name} applies to {kind} indexes; {self.string!r} has none")
+            faiss.ParameterSpace().set_index_parameter(self.index, name, value)
+        depth = min(max(k, rerank), len(self))
+        scores, rows = self.index.search(queries, depth)
+        if rerank and vectors is not None:
+            scores, rows = exact_rerank(queries, rows, vectors)
+        return scores[:, :k], rows[:, :k]
+
+    def save(self, path: str | os.PathLike) -> None:
+        """FAISS's own format, written beside ``path`` and renamed: a killed save leaves no index."""
+        import faiss
+
+        from core.files import DiskError, disk_error
+
+        path = Path(path)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        try:
+            faiss.write_index(self.index, str(tmp))
+            os.replace(tmp, path)
+        except (OSError, RuntimeError) as err:  # FAISS reports a failed write as a RuntimeError
+            free = shutil.disk_usage(path.parent).free
+            why = err if isinstance(err, OSError) else OSError(errno.ENOSPC if "No space" in str(err) else 0, str(err))
+            raise DiskError(f"{disk_error(tmp, why)} (the index needs about "
+                            f"{human(self.index.ntotal * self.index.sa_code_size())}, {human(free)} is free there)"
+                            ) from None
+        finally:
+            tmp.unlink(missing_ok=True)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, string: str, *, mmap: bool = True) -> RowIndex:
+        import faiss
+
+        flags = faiss.IO_FLAG_MMAP if mmap and "IVF" in string else 0
+        return cls(faiss.read_index(str(path), flags), string)
+
+
+def exact_rerank(queries: np.ndarray, rows: np.ndarray, vectors: Callable[[np.ndarray], np.ndarray]
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """Score each query's candidate ``rows`` by exact inner product with their full vectors; best first."""
+    out_scores = np.full(rows.shape, -np.inf, dtype=np.float32)
+    out_rows = np.full(rows.shape, -1, dtype=np.int64)
+    for i, (q, cand) in enumerate(zip(queries, rows)):
+        cand = cand[cand >= 0]
+        if not len(cand):
+            continue
+        exact = vectors(cand) @ q
+        order = np.argsort(-exact, kind="stable")
+        out_scores[i, :len(cand)] = exact[order]
+        out_rows[i, :len(cand)] = cand[order]
+    return out_scores, out_rows
+
+
+def _gather(blocks: Iterable[np.ndarray], rows: np.ndarray, dim: int) -> np.ndarray:
+    """The rows ``rows`` (sorted) of the stream of blocks, as one float32 array."""
+    out = np.empty((len(rows), dim), dtype=np.float32)
+    lo, got = 0, 0
+    for block in blocks:
+        hi = lo + len(block)
+        want = rows[(rows >= lo) & (rows < hi)]
+        out[got: got + len(want)] = np.asarray(block[want - lo], dtype=np.float32)
+        got += len(want)
+        lo = hi
+        if got == len(rows):
+            break
+    return out
+
+
+__all__ = ["MemoryPlan", "NAMES", "RowIndex", "available_memory", "candidates", "check_fits", "default_nlist",
+           "default_train_size", "exact_rerank", "fit", "human", "parse_bytes", "plan", "resolve"]

@@ -1,0 +1,145 @@
+"""A passage corpus is streamed (TSV, JSON lines, Parquet) into an on-disk store read by row number; a build
+killed partway continues, and the DPR Wikipedia file is fetched by name (from a local server: no network)."""
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import json
+
+import numpy as np
+import pytest
+
+from experiments.data.catalog import entry
+from experiments.protocols.corpus_stream import iter_corpus, open_corpus
+from experiments.data.fetch import fetch
+from experiments.data.sources import DataError
+from indexes.passages import PassageStore, build_store, partial_path
+from tests.support.file_server import FileServer
+
+ROWS = [(str(i + 1), f'passage {i} says "hello"\tin words {i * 7}', f"Title {i % 13}") for i in range(1000)]
+
+
+def _tsv(rows) -> bytes:
+    """DPR's layout: a header, tab-separated, text quoted as csv writes it."""
+    import csv
+    import io
+
+    out = io.StringIO()
+    writer = csv.writer(out, delimiter="\t", lineterminator="\n")
+    writer.writerow(["id", "text", "title"])
+    writer.writerows(rows)
+    return out.getvalue().encode()
+
+
+@pytest.fixture
+def corpora(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    tsv = tmp_path / "c.tsv.gz"
+    tsv.write_bytes(gzip.compress(_tsv(ROWS)))
+    jsonl = tmp_path / "c.jsonl"
+    jsonl.write_text("".join(json.dumps({"id": i, "text": t, "title": ti}) + "\n" for i, t, ti in ROWS))
+    parquet = tmp_path / "c.parquet"
+    pq.write_table(pa.table({"id": [r[0] for r in ROWS], "text": [r[1] for r in ROWS], "title": [r[2] for r in ROWS]}),
+                   parquet, row_group_size=100)
+    return {"tsv": tsv, "jsonl": jsonl, "parquet": parquet}
+
+
+@pytest.mark.parametrize("fmt", ["tsv", "jsonl", "parquet"])
+def test_every_format_gives_the_same_rows_in_order(corpora, fmt):
+    assert list(iter_corpus(corpora[fmt])) == ROWS
+
+
+@pytest.mark.parametrize("fmt", ["tsv", "jsonl", "parquet"])
+def test_the_store_is_built_by_streaming_never_holding_more_than_a_block(corpora, tmp_path, fmt):
+    read = [0]
+
+    def counted():
+        for row in iter_corpus(corpora[fmt]):
+            read[0] += 1
+            yield row
+
+    seen = []
+
+    def on_block(stored: int) -> None:  # rows read so far never run more than one block ahead of the store
+        seen.append((stored, read[0]))
+        assert read[0] - stored <= 1
+
+    build = build_store(tmp_path / f"{fmt}.sqlite", counted, source=fmt, block=100, on_block=on_block)
+    assert [s for s, _ in seen] == list(range(100, 1001, 100)) and read[0] == 1000
+    store = build.store
+    assert len(store) == 1000 and build.built and build.resumed_at == 0
+    got = store.get(np.array([999, 0, 500, 0], dtype=np.int64))
+    assert [(p.doc_id, p.text, p.title) for p in got] == [ROWS[999], ROWS[0], ROWS[500], ROWS[0]]
+    assert [p.row for p in got] == [999, 0, 500, 0]
+    with pytest.raises(ValueError, match="no row 1000"):
+        store.get([1000])
+
+
+def test_a_killed_build_leaves_no_store_and_the_next_run_continues_or_starts_over(corpora, tmp_path):
+    target = tmp_path / "s.sqlite"
+
+    def killed_after(n):
+        def rows():
+            for i, row in enumerate(iter_corpus(corpora["tsv"])):
+                if i == n:
+                    raise KeyboardInterrupt
+                yield row
+        return rows
+
+    with pytest.raises(KeyboardInterrupt):
+        build_store(target, killed_after(250), source="a", block=100)
+    assert not target.exists() and partial_path(target).is_file()
+    with pytest.raises(Exception):
+        PassageStore(partial_path(target))  # an unfinished store is never taken for a finished one
+    again = build_store(target, lambda: iter_corpus(corpora["tsv"]), source="a", block=100)
+    assert again.resumed_at == 200 and "continued an interrupted build at row 200" in again.describe()
+    assert [(p.doc_id, p.text, p.title) for b in again.store.blocks(300) for p in b] == ROWS
+    assert not partial_path(target).exists()
+    assert build_store(target, lambda: iter_corpus(corpora["tsv"]), source="a").built is False
+
+    target2 = tmp_path / "t.sqlite"
+    with pytest.raises(KeyboardInterrupt):
+        build_store(target2, killed_after(150), source="a", block=100)
+    other = build_store(target2, lambda: iter_corpus(corpora["jsonl"]), source="b", block=100)
+    assert other.resumed_at == 0 and "started over (the partial file t.sqlite.partial is of another source)" \
+        in other.describe()
+    assert len(other.store) == 1000
+
+
+def test_bad_rows_are_one_line_errors_naming_file_line_and_field(tmp_path):
+    bad = tmp_path / "bad.tsv"
+    bad.write_bytes(_tsv(ROWS[:3]) + b"9\t \tT\n")
+    with pytest.raises(DataError, match=r"bad\.tsv:5: field 'text': is empty"):
+        list(iter_corpus(bad))
+    short = tmp_path / "short.tsv"
+    short.write_bytes(b"id\ttext\ttitle\n1\tonly text\n")
+    with pytest.raises(DataError, match=r"short\.tsv:2: field 'title': missing"):
+        list(iter_corpus(short))
+    nohead = tmp_path / "nohead.tsv"
+    nohead.write_bytes(b"id\tbody\n1\tx\n")
+    with pytest.raises(DataError, match=r"nohead\.tsv:1: field 'text': missing column"):
+        list(iter_corpus(nohead))
+    with pytest.raises(DataError, match="unknown corpus format"):
+        list(iter_corpus(tmp_path / "x.csv")) if (tmp_path / "x.csv").write_text("a") else None
+
+
+def test_wikipedia_is_fetched_by_name_and_opened_as_a_store(tmp_path, monkeypatch):
+    monkeypatch.setenv("CTXCOMP_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("CTXCOMP_CACHE_DIR", str(tmp_path / "cache"))
+    real = entry("wikipedia-dpr-100w")
+    assert real.urls == ("https://dl.fbaipublicfiles.com/dpr/wikipedia_split/psgs_w100.tsv.gz",)
+    assert real.sha256 is None and "download_data.py" in real.checked  # DPR publishes no checksum
+    body = gzip.compress(_tsv(ROWS[:50]))
+    with FileServer({"/dpr/wikipedia_split/psgs_w100.tsv.gz": body}) as server:
+        item = dataclasses.replace(real, urls=(server.url("/dpr/wikipedia_split/psgs_w100.tsv.gz"),))
+        done = fetch(item, tmp_path / "data", progress=False)
+    assert done.status == "downloaded" and done.path.name == "wikipedia-dpr-100w.tsv.gz" and done.sha256
+    lines = []
+    store = open_corpus("wikipedia-dpr-100w", progress=False, say=lines.append)
+    assert len(store) == 50 and store.get([49])[0].doc_id == "50"
+    assert lines and "50 passages" in lines[0]
+    again = []
+    open_corpus("wikipedia-dpr-100w", progress=False, say=again.append)
+    assert "already built" in again[0]

@@ -1,0 +1,150 @@
+"""Corpus engines over a passage store: BM25 built in blocks scores as bm25s does in memory; a dense index is
+planned, refused in one line when it would not fit, built once, reloaded; killed builds are never taken for
+finished ones."""
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+
+import numpy as np
+import pytest
+
+from core.errors import UserError
+from indexes.passages import build_store
+from retrievers.bm25 import tokenize
+from retrievers.bm25_corpus import BM25Corpus, build_bm25
+from retrievers.corpus import BM25Engine, CorpusSearch, DenseEngine, DenseIndexSettings
+from retrievers.dense import DenseRetriever
+
+WORDS = [f"w{i}" for i in range(400)]
+
+
+class Hashed:
+    """A small real encoder: signed feature hashing of words, L2-normalised (48-d)."""
+
+    model_id = "test-hashed-48"
+
+    def _one(self, text):
+        v = np.zeros(48, dtype=np.float32)
+        for w in re.findall(r"\w+", text.lower()):
+            h = hashlib.sha256(w.encode()).digest()
+            v[h[0] % 48] += 1 if h[1] & 1 else -1
+        return v / (np.linalg.norm(v) or 1)
+
+    def encode_documents(self, texts):
+        return np.stack([self._one(t) for t in texts]).astype(np.float32)
+
+    encode_queries = encode_documents
+
+
+@pytest.fixture
+def store(tmp_path):
+    rng = random.Random(0)
+    rows = [(f"d{i}", " ".join(rng.choices(WORDS, k=rng.randint(5, 40))), f"T{i % 7}") for i in range(3000)]
+    return build_store(tmp_path / "s.sqlite", lambda: iter(rows), source="synthetic", block=500).store
+
+
+def test_bm25_built_in_blocks_scores_as_bm25s_in_memory(store, tmp_path):
+    import bm25s
+
+    search = CorpusSearch(BM25Engine(store, tmp_path / "bm25", use_title=False), store)
+    texts = [p.text for b in store.blocks() for p in b]
+    vocab: dict[str, int] = {}
+    ids = [[vocab.setdefault(t, len(vocab)) for t in tokenize(x, "en")] for x in texts]
+    ref = bm25s.BM25(method="lucene")
+    ref.index((ids, vocab), show_progress=False)
+    for query in ("w1 w2 w3", "w399 w7", "w250"):
+        scores, rows = search.engine.search_rows([query], 10)
+        expected = ref.get_scores(tokenize(query, "en"))
+        assert rows[0].dtype == np.int64
+        np.testing.assert_allclose(scores[0], np.sort(expected)[::-1][:10], rtol=1e-5)
+        np.testing.assert_allclose(scores[0], expected[rows[0]], rtol=1e-5)
+    # loaded memory-mapped: the score arrays are not in this process's heap
+    loaded = BM25Corpus(tmp_path / "bm25")
+    assert isinstance(loaded.engine.scores["data"], np.memmap)
+
+
+def test_a_killed_bm25_build_is_not_taken_for_finished_and_is_started_over(store, tmp_path):
+    def killed():
+        for i, block in enumerate(store.blocks(500)):
+            if i == 3:
+                raise KeyboardInterrupt
+            yield [p.text for p in block]
+
+    with pytest.raises(KeyboardInterrupt):
+        build_bm25(tmp_path / "ix", killed, n=len(store), source="x")
+    assert not (tmp_path / "ix").exists() and (tmp_path / "ix.partial").is_dir()
+    with pytest.raises(UserError, match="no finished bm25 index"):
+        BM25Corpus(tmp_path / "ix")
+    said = []
+    build_bm25(tmp_path / "ix", lambda: ([p.text for p in b] for b in store.blocks(500)), n=len(store), source="x",
+               say=said.append)
+    assert said == [f"bm25 index {tmp_path / 'ix'}: an interrupted build was found; starting over"]
+    assert not (tmp_path / "ix.partial").exists() and len(BM25Corpus(tmp_path / "ix").search(["w3"], 5)[1][0]) == 5
+
+
+def _dense(store, folder, said, **settings):
+    retriever = DenseRetriever(Hashed(), use_cache=False)
+    return DenseEngine(retriever, store, folder, DenseIndexSettings(**settings), shard_size=1000, say=said.append)
+
+
+def test_a_dense_index_is_planned_built_once_and_reloaded(store, tmp_path):
+    said: list[str] = []
+    engine = _dense(store, tmp_path / "dense", said, index="IVF16,SQ8", nprobe=16, train_size=1000)
+    assert any(line.startswith("memory plan: index 'IVF16,SQ8' over 3,000 x 48: codes 140.6 KB") for line in said)
+    assert any("training 'IVF16,SQ8' on 1,000 of 3,000 vectors (seed 0)" in line for line in said)
+    flat = _dense(store, tmp_path / "dense", [], index="flat")
+    queries = ["w1 w2 w3", "w100 w200"]
+    _, rows = engine.search_rows(queries, 10)
+    _, exact = flat.search_rows(queries, 10)
+    assert all(len(set(a) & set(b)) >= 9 for a, b in zip(rows, exact))
+    again: list[str] = []
+    _dense(store, tmp_path / "dense", again, index="IVF16,SQ8")
+    assert again[0] == f"embedding shards in {tmp_path / 'dense'}: 3 of 3 already there"
+    assert again[1].startswith(f"loading {tmp_path / 'dense' / 'index-IVF16_SQ8.faiss'}")
+    hits = CorpusSearch(engine, store).search(queries, 3)
+    assert [h.chunk.doc_id for h in hits[0]] == [p.doc_id for p in store.get(rows[0][:3])]
+
+
+def test_a_plan_over_the_budget_is_refused_in_one_line_and_auto_fits(store, tmp_path, monkeypatch):
+    with pytest.raises(UserError) as err:
+        _dense(store, tmp_path / "d", [], index="IVF64,Flat", max_memory=800_000)
+    msg = str(err.value)  # the training sample is the whole corpus here: 562.5 KB more
+    assert "\n" not in msg and "index 'IVF64,Flat' over 3,000 x 48 needs 1.1 MB" in msg
+    assert "--max-index-memory is 781.2 KB; 'Flat' would fit (562.5 KB)" in msg
+    assert not list((tmp_path / "d").glob("index-*"))
+    said: list[str] = []
+    engine = _dense(store, tmp_path / "d", said, index="auto", max_memory=800_000, nprobe=8)
+    assert engine.index.string in msg and len(engine.index) == 3000
+
+
+def test_a_killed_index_build_leaves_no_index_and_the_next_run_builds_it(store, tmp_path, monkeypatch):
+    from indexes import factory
+
+    real_add = factory.RowIndex.build
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(factory.RowIndex, "build", killed)
+    with pytest.raises(KeyboardInterrupt):
+        _dense(store, tmp_path / "k", [], index="IVF16,Flat")
+    assert not list((tmp_path / "k").glob("index-*")) and not list((tmp_path / "k").glob(".index-*"))
+    monkeypatch.setattr(factory.RowIndex, "build", real_add)
+    said: list[str] = []
+    _dense(store, tmp_path / "k", said, index="IVF16,Flat")
+    assert any("building 'IVF16,Flat' (no finished index at" in line for line in said)
+    assert (tmp_path / "k" / "index-IVF16_Flat.faiss").is_file()
+
+
+def test_running_out_of_memory_while_building_is_one_line(store, tmp_path, monkeypatch):
+    from indexes import factory
+
+    def oom(*args, **kwargs):
+        raise MemoryError
+
+    monkeypatch.setattr(factory.RowIndex, "build", oom)
+    with pytest.raises(UserError, match=r"^out of memory building 'IVF16,Flat' over 3,000 x 48 in this process: "
+                                        r"the plan needs .* is free now; give a smaller --index"):
+        _dense(store, tmp_path / "m", [], index="IVF16,Flat")
