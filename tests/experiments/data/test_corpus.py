@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from experiments.data.catalog import entry
-from experiments.protocols.corpus_stream import iter_corpus, open_corpus
 from experiments.data.fetch import fetch
 from experiments.data.sources import DataError
+from experiments.protocols.corpus_stream import iter_corpus, open_corpus
 from indexes.passages import PassageStore, build_store, partial_path
 from tests.support.file_server import FileServer
 
