@@ -278,7 +278,7 @@ def _look(run_dir: Path, growing: list[Cell], n: dict[str, int], caps: dict[str,
         if not ids:
             rows.append({"task": c.task, "config_hash": c.config_hash, "n": 0, "decision": "no pairs"})
             continue
-        keys = cluster_keys(ids, full, arm)
+        keys = cluster_keys(ids, full, arm) or ids  # no shared documents: each question its own
         documents = record.setdefault("documents", [])
         known = set(documents)
         documents.extend(sorted({d for d in keys if d not in known}))
@@ -287,7 +287,7 @@ def _look(run_dir: Path, growing: list[Cell], n: dict[str, int], caps: dict[str,
         units = as_units([arm[ids[j]] - full[ids[j]] for j in ordered], clusters=[keys[j] for j in ordered])
         seen = look(units.sums, units.sizes, margin, alpha=limits.alpha,
                     bound=state.get("largest_document", {}).get(c.task))
-        edge = at_edge(sum(full[i] for i in ids) / len(ids), margin)
+        edge = at_edge(sum(full[i] for i in ids) / len(ids), margin, sum(arm[i] for i in ids) / len(ids))
         decision = seen.decision if edge is None else ""
         if not decision and n[c.task] >= caps[c.task]:
             decision = UNINFORMATIVE.format(edge) if edge is not None else NOT_DECIDED_AT_MAX

@@ -15,8 +15,9 @@ differences of its n_c questions less delta per question, so the null is about t
 Each difference lies in [-r, r], so X_c >= -(r + delta) N with N the largest document's question count.
 
 - The stake (``stakes``): lambda_i = mu_{i-1} / (sigma2_{i-1} + mu_{i-1}^2), clipped to [0, c] on the
-  scale of A: the approximate growth-rate-optimal bet ("aGRAPA", WSR sec. B.3), with the running mean and
-  variance shrunk towards 0 and 1/4 by one pseudo-observation.
+  scale of A: the approximate growth-rate-optimal bet ("aGRAPA", WSR sec. B.3), with mu the mean of the
+  past outcomes (0 before any) and sigma2 their variance about the running means, shrunk towards 1/4 by one
+  pseudo-observation.
 - ``one_sided_e``: K_n, averaged over B seeded random orders of the units at fixed n (a mean of e-values is
   an e-value: the average removes the dependence of one bet sequence on the order, WSR sec. 6).
 - ``sequence_log_wealth``: log K_i along one order (the sampling order), for sequential looks.
@@ -79,7 +80,7 @@ def one_sided_e(sums: np.ndarray, sizes: np.ndarray, delta: np.ndarray | float, 
 def sequence_log_wealth(sums: np.ndarray, sizes: np.ndarray, delta: float, *, values: tuple[float, float],
                         bound: float, upper: bool) -> np.ndarray:
     """log K_i after each unit, in the order given (the sampling order): what sequential looks read."""
-    return log_wealth(_normalised(sums[None, :], sizes[None, :], delta, values, bound, upper))[0, 0]
+    return log_wealth(_normalised(sums[None, :], sizes[None, :], delta, values, bound, upper))[0]
 
 
 def bounds(reject: Callable[[np.ndarray, bool], np.ndarray], values: tuple[float, float], mean: float, *,

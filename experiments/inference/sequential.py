@@ -97,12 +97,12 @@ def decide_in_looks(a: Sequence[float], b: Sequence[float], margin: float, *, cl
             continue
         docs = set(order[:count])
         seen = [i for i, k in enumerate(keys) if k in docs]
-        if at_edge(float(x[seen].mean()), margin) is not None:
+        if at_edge(float(x[seen].mean()), margin, float(y[seen].mean())) is not None:
             continue
         decision = look(units.sums[:count], units.sizes[:count], margin, alpha=alpha, bound=bound).decision
         if decision:
             return decision
-    edge = at_edge(float(x.mean()), margin) if len(x) else None
+    edge = at_edge(float(x.mean()), margin, float(y.mean())) if len(x) else None
     return UNINFORMATIVE.format(edge) if edge is not None else NOT_DECIDED_AT_MAX
 
 

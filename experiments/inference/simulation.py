@@ -104,7 +104,8 @@ def paired_f1(rng: np.random.Generator, trials: int, documents: int, *, delta: f
 
 
 def _informative(draws: Draws, margin: float) -> np.ndarray:
-    edge = np.array([at_edge(float(m), margin) is not None for m in draws.full_mean])
+    arm_mean = draws.full_mean + draws.sums.sum(axis=1) / draws.sizes.sum(axis=1)
+    edge = np.array([at_edge(float(f), margin, float(a)) is not None for f, a in zip(draws.full_mean, arm_mean)])
     return ~edge
 
 

@@ -4,10 +4,11 @@
 verdict, the interval and the p-value are one computation:
 
 - ``too few documents``: under ``MIN_CLUSTERS`` documents (no valid test can decide; no interval is given);
-- ``uninformative``: full's score lies within the margin of the metric's floor (0) or ceiling (100).  At
-  the floor the arm cannot lose the margin, so "not worse" would hold whatever the arm does; at the
-  ceiling full has nothing left to win and a cell says nothing about the arm's quality beyond the ceiling's
-  own noise.  Such a cell takes no part in a multiple-testing family;
+- ``uninformative``: full's score lies within the margin of the metric's floor (0), or full's and the arm's
+  both lie within it of the ceiling (100).  At the floor the arm cannot lose the margin, so "not worse"
+  would hold whatever the arm does; with both at the ceiling a cell says nothing about the arm beyond the
+  ceiling's own noise (an arm that falls from it is still tested).  Such a cell takes no part in a
+  multiple-testing family;
 - ``not worse``: H0 "worse by the margin or more" rejected at alpha: ``lo > -margin``;
 - ``worse``: H0 "not worse by more than the margin" rejected at alpha: ``hi < -margin``;
 - else ``cannot tell at this n``.
@@ -62,13 +63,15 @@ class NonInferiority:
         return PairedDelta(self.delta, self.lo, self.hi, float("nan"), self.n, self.n_clusters, self.method)
 
 
-def at_edge(full_mean: float, margin: float) -> str | None:
-    """"0" or "100" when full's mean score (0-1) lies within ``margin`` points of the metric's floor or
-    ceiling (the margin cannot fail there: module docstring); None otherwise."""
+def at_edge(full_mean: float, margin: float, arm_mean: float) -> str | None:
+    """"0" when full's mean score (0-1) lies within ``margin`` points of the metric's floor (the arm cannot
+    lose the margin there); "100" when full's and the arm's both lie within it of the ceiling (no room to
+    show anything beyond the ceiling's noise; an arm that falls from the ceiling is still tested, and can be
+    "worse"); None otherwise.  Only ever removes a verdict, so it cannot add an error."""
     m = margin / 100
     if full_mean <= m + 1e-12:
         return "0"
-    if full_mean >= 1 - m - 1e-12:
+    if full_mean >= 1 - m - 1e-12 and arm_mean >= 1 - m - 1e-12:
         return "100"
     return None
 
@@ -97,7 +100,8 @@ def noninferiority_test(a: Sequence[float], b: Sequence[float], margin: float, *
     point, c = units.statistic, len(units.sums)
     # the floor and ceiling of a stratified row: every stratum's full mean there
     keys = np.asarray(list(strata) if strata is not None else [""] * len(x))
-    edges = {at_edge(float(x[keys == k].mean()), margin) for k in dict.fromkeys(keys.tolist())}
+    edges = {at_edge(float(x[keys == k].mean()), margin, float(y[keys == k].mean()))
+             for k in dict.fromkeys(keys.tolist())}
     if c < MIN_CLUSTERS:
         return NonInferiority(round(100 * point, 2), -math.inf, math.inf, nan, nan, len(x), c, TOO_FEW, alpha)
     if len(edges) == 1 and None not in edges:

@@ -115,7 +115,8 @@ def floor_or_ceiling(full: Mapping[str, float], arm: Mapping[str, float], margin
     """Whether full's mean over the examples both hold lies within ``margin`` points of the metric's floor or
     ceiling, where the margin cannot fail and the non-inferiority verdict is "uninformative" (``at_edge``)."""
     ids = set(full) & set(arm)
-    return bool(ids) and at_edge(statistics.fmean(full[i] for i in ids), margin) is not None
+    return bool(ids) and at_edge(statistics.fmean(full[i] for i in ids), margin,
+                                 statistics.fmean(arm[i] for i in ids)) is not None
 
 
 def full_arms(all_arms: Sequence[Arm]) -> dict[tuple[str, str], Arm]:

@@ -118,7 +118,11 @@ def test_plan_prints_every_cell_with_its_n_documents_and_cost(tmp_path, shared_d
     result = CliRunner().invoke(app, ["plan", str(tmp_path / "run"), "--plain", "--margin", "10", "--power", "0.9"])
     assert result.exit_code == 0, result.output
     assert "margin 10 points, power 0.9" in result.output and "n needed at Δ = 0" in result.output
-    assert "reader calls" in result.output and "$" in result.output
+    # financial_qa's pool holds 6 documents and natural_question's 20: the plan says where the pool cannot decide
+    # a cell at this margin, and costs every cell it can reach
+    assert "pool holds 6 documents" in result.output
+    assert ("reader calls" in result.output and "$" in result.output) or all(
+        r.plan.n == float("inf") for r in rows)
     bad = CliRunner().invoke(app, ["plan", str(tmp_path / "run"), "--price", "x=abc"])
     assert bad.exit_code == 2 and "--price expects" in bad.output
 

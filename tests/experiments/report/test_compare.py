@@ -109,5 +109,5 @@ def test_compare_pairs_over_documents_where_questions_share_them(tmp_path):
     assert row["n common"] == "24 (8 docs)" and row["n (diff of diffs)"] == "24 (8 docs)"
     b_minus_a = paired_delta(scores["ca"], scores["cb"], clusters=docs)
     assert row["B - A [95% CI]"].startswith(f"{b_minus_a.delta:+.2f} [{b_minus_a.lo:+.2f}, {b_minus_a.hi:+.2f}]")
-    dod = paired_delta(scores["ca"] - scores["fa"], scores["cb"] - scores["fb"], clusters=docs)
+    dod = paired_delta(scores["ca"] - scores["fa"], scores["cb"] - scores["fb"], clusters=docs, bounded=(-1.0, 1.0))
     assert row[DOD].startswith(f"{dod.delta:+.2f} [{dod.lo:+.2f}, {dod.hi:+.2f}]")

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from core.errors import UserError
+from experiments.run.sharding import IndexActor, RayShardedIndex, merge_top_k, split_shards
 from indexes.factory import RowIndex
-from retrievers.sharded_index import IndexActor, RayShardedIndex, merge_top_k, split_shards
 from retrievers.shards import ShardStore
 
 
