@@ -212,8 +212,8 @@ def _pools(run_dir: Path) -> dict[str, tuple[int, int]]:
     """Per task of the run's config: the documents its pool holds and the most questions one holds; empty
     when the config's data cannot be read here (a plan then says nothing of the pool)."""
     from experiments.data.store import CONFIG
-    from experiments.design.grow import pools
     from experiments.run.config import parse_config
+    from experiments.run.examples import pools
 
     path = run_dir / CONFIG
     if not path.is_file():

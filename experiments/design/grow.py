@@ -38,6 +38,7 @@ from experiments.report.cells import cluster_keys, item_scores
 from experiments.report.stats import ALPHA, UNINFORMATIVE, as_units, at_edge
 from experiments.run.config import RunConfig
 from experiments.run.driver import Runner, RunStats
+from experiments.run.examples import pools
 from experiments.run.grid import GridPoint, expand_grid
 from experiments.run.sections import SampleConfig
 
@@ -161,22 +162,6 @@ def cells_of(config: RunConfig, grid: list[GridPoint]) -> list[Cell]:
 def pool_sizes(config: RunConfig) -> dict[str, int]:
     """How many questions each task's file (or generator) holds: the most a sample can take."""
     return {key: size for key, (size, _) in pools(config).items()}
-
-
-def pools(config: RunConfig, *, documents: bool = False) -> dict[str, tuple[int, int]]:
-    """Per task: the questions its file (or generator) holds (``documents``: the documents), and the most one
-    of its documents holds (what bounds a document's sum in the betting test)."""
-    from collections import Counter
-
-    from experiments.run.examples import load_task_examples
-
-    out = {}
-    for task in config.tasks:
-        bare = task.model_copy(update={"sample": None, "sweep": None, "open_domain": None, "chunks": None})
-        examples = load_task_examples(bare)
-        per_document = Counter(e.cluster or e.id for e in examples)
-        out[task.key] = (len(per_document) if documents else len(examples), max(per_document.values(), default=1))
-    return out
 
 
 @dataclass

@@ -8,7 +8,7 @@ from core.registry import ComponentSpec
 from experiments.data.loaders import load_examples, load_hf
 from experiments.data.records import Example
 from experiments.data.sampling import draw_sample
-from experiments.run.config import TaskConfig
+from experiments.run.config import RunConfig, TaskConfig
 from experiments.run.sharding import ShardPlan
 from experiments.tasks.specs import TaskSpec, get_task
 
@@ -48,6 +48,20 @@ def load_task_examples(task: TaskConfig, *, progress: bool = False, shards: Shar
     if task.chunks is not None:
         examples = _chunked(examples, task)
     return examples
+
+
+def pools(config: RunConfig, *, documents: bool = False) -> dict[str, tuple[int, int]]:
+    """Per task of ``config``: the questions its file (or generator) holds (``documents``: the documents), and
+    the most one of its documents holds (what bounds a document's sum in the betting test)."""
+    from collections import Counter
+
+    out = {}
+    for task in config.tasks:
+        bare = task.model_copy(update={"sample": None, "sweep": None, "open_domain": None, "chunks": None})
+        per_document = Counter(e.cluster or e.id for e in load_task_examples(bare))
+        out[task.key] = (len(per_document) if documents else sum(per_document.values()),
+                         max(per_document.values(), default=1))
+    return out
 
 
 def _ruler_examples(spec: TaskSpec, task: TaskConfig) -> list[Example]:

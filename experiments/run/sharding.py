@@ -116,7 +116,30 @@ class EncoderActor:
         return check_vectors(self.encoder, self.encoder.encode_documents(texts), len(texts))
 
 
-class RayEncoderPool:
+class _RayActors:
+    """Actors this process started on Ray, and Ray itself when this process started it: closed together, once."""
+
+    _ray: Any
+    actors: list[Any]
+    _owns_ray: bool
+
+    def close(self) -> None:
+        from experiments.run.ray_pool import kill_actors
+
+        kill_actors(self._ray, self.actors)
+        self.actors = []
+        if self._owns_ray and self._ray.is_initialized():
+            self._ray.shutdown()
+        self._owns_ray = False
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class RayEncoderPool(_RayActors):
     """``workers`` Ray actors, each holding the encoder of ``retriever``; a ``retrievers.shards.ShardEncoder``.
 
     ``address``: as ``ctxcomp run --ray-address`` (None: a local Ray instance).  The encoder's model id
@@ -155,20 +178,6 @@ class RayEncoderPool:
         queue = WorkQueue(self._ray, self.actors, lambda actor, i: actor.encode.remote(shards[i]), depth=self.depth)
         queue.run(sorted(shards), save)
 
-    def close(self) -> None:
-        from experiments.run.ray_pool import kill_actors
-
-        kill_actors(self._ray, self.actors)
-        self.actors = []
-        if self._owns_ray and self._ray.is_initialized():
-            self._ray.shutdown()
-        self._owns_ray = False
-
-    def __enter__(self) -> "RayEncoderPool":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def auto_gpus(gpus: float, workers: int | None) -> tuple[int | None, float]:
@@ -224,7 +233,7 @@ def merge_top_k(parts: Sequence[tuple[np.ndarray, np.ndarray]], k: int) -> tuple
     return np.take_along_axis(scores, order, 1), np.take_along_axis(rows, order, 1)
 
 
-class RayShardedIndex:
+class RayShardedIndex(_RayActors):
     """``parts`` Ray actors, each an ``IndexActor`` over a share of the shard folder; use as a context manager.
 
     ``address``: a Ray cluster (None: a local instance).  ``search`` broadcasts and merges (``merge_top_k``).
@@ -249,20 +258,6 @@ class RayShardedIndex:
         answers = self._ray.get([a.search.remote(queries, k, params) for a in self.actors])
         return merge_top_k(answers, k)
 
-    def close(self) -> None:
-        from experiments.run.ray_pool import kill_actors
-
-        kill_actors(self._ray, self.actors)
-        self.actors = []
-        if self._owns_ray and self._ray.is_initialized():
-            self._ray.shutdown()
-        self._owns_ray = False
-
-    def __enter__(self) -> RayShardedIndex:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 __all__ = ["EncoderActor", "IndexActor", "RayEncoderPool", "RayShardedIndex", "ShardPlan", "auto_gpus",
