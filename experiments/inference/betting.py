@@ -74,7 +74,8 @@ def one_sided_e(sums: np.ndarray, sizes: np.ndarray, delta: np.ndarray | float, 
     (B x C indices); vectorized over an array of ``delta``."""
     y = _normalised(sums[order], sizes[order], delta, values, bound, upper)  # (..., B, C)
     final = log_wealth(y)[..., -1]
-    return np.exp(final).mean(axis=-1)
+    with np.errstate(over="ignore"):  # a wealth past 1e308 is infinite evidence, and inf >= 1/alpha holds
+        return np.exp(final).mean(axis=-1)
 
 
 def sequence_log_wealth(sums: np.ndarray, sizes: np.ndarray, delta: float, *, values: tuple[float, float],
