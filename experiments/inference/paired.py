@@ -162,6 +162,9 @@ def paired_delta(a: Sequence[float], b: Sequence[float], *, strata: Sequence[str
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if x.shape != y.shape:
         raise ValueError(f"paired samples must have the same length, got {len(x)} and {len(y)}")
+    if scale == 100.0 and not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
+        bad = int(np.count_nonzero(~np.isfinite(x)) + np.count_nonzero(~np.isfinite(y)))
+        raise ValueError(f"paired_delta got {bad} score(s) that are not a number: a bug upstream, never a p-value")
     low, high = bounded
     if scale != 100.0 or not _in_unit_interval((x - low) / (high - low), (y - low) / (high - low)):
         return bootstrap_delta(x, y, strata=strata, clusters=clusters, n_resamples=n_resamples, seed=seed,

@@ -162,3 +162,11 @@ def test_power_reaches_0_8_of_the_z_tests_where_the_z_test_is_accurate():
         power = sim.report_not_worse(draws, 5.0).mean()
         z = stats.norm.cdf(0.05 / math.sqrt(discordant / n) - stats.norm.isf(ALPHA))
         assert power >= 0.8 * z, (discordant, n, power, z)
+
+
+def test_a_score_that_is_not_a_number_is_an_error_not_a_p_value():
+    for bad in ([0.5, float("nan")] * 4, [0.5, float("inf")] * 4):
+        with pytest.raises(ValueError, match="not a number"):
+            paired_delta([0.5] * 8, bad)
+        with pytest.raises(ValueError, match="in \\[0, 1\\]"):
+            noninferiority_test([0.5] * 8, bad, 5.0)
