@@ -6,7 +6,9 @@ edge.  Here each task's nested sample (``sample:``, ``experiments.data.sampling`
 at a time; after each step every compressed cell that is not yet decided is tested against full with the
 anytime-valid betting rule of ``experiments.design.sequential`` (however many looks are taken, each cell's
 error stays at alpha), and a decided cell gets no more examples: later steps read only the undecided cells and
-the full context they are compared with.  Because a larger sample holds the smaller one, every generation of an
+the full context they are compared with (one ``full`` generation per reader, task and example, shared by every
+arm).  A cell the documents still to come can no longer decide stops for futility (``futility``: certain, or
+projected at its estimate), undecided: that never adds an error, and it stops paying for a cell that cannot end.  Because a larger sample holds the smaller one, every generation of an
 earlier step is kept, and the run directory is an ordinary run that ``report``, ``show`` and ``view`` read.
 
 The run stops when every cell is decided, when each task's sample reaches ``--max-n`` (or its whole pool:
@@ -33,7 +35,7 @@ from experiments.data.provenance import MANIFEST, read_manifest
 from experiments.data.records import Prediction
 from experiments.data.store import RunDir
 from experiments.design.forecast import price_of, rate
-from experiments.design.sequential import NOT_DECIDED_AT_MAX, look
+from experiments.design.sequential import FUTILE, NOT_DECIDED_AT_MAX, futility, look
 from experiments.report.cells import cluster_keys, item_scores
 from experiments.report.stats import ALPHA, UNINFORMATIVE, as_units, at_edge
 from experiments.run.config import RunConfig
@@ -159,6 +161,22 @@ def cells_of(config: RunConfig, grid: list[GridPoint]) -> list[Cell]:
     return out
 
 
+def largest_documents(config: RunConfig, caps: dict[str, int]) -> dict[str, int]:
+    """Per task, the most questions one document holds in the sample at the maximum n (after a sweep moves
+    each question through its positions): what bounds a document's sum in the betting test.  Samples are
+    nested, so every look's documents are no larger, and the sample is drawn before any score is seen, so
+    the bound is fixed in advance as the test needs.  (The pool's largest document would also bound them,
+    but a bound far above the documents a sample deals -- one question each while n <= the documents --
+    shrinks every stake and costs most of the power.)"""
+    from collections import Counter
+
+    from experiments.run.examples import load_task_examples
+
+    capped = at_step(config, caps)
+    return {t.key: max(Counter(e.cluster or e.id for e in load_task_examples(t)).values(), default=1)
+            for t in capped.tasks}
+
+
 def pool_sizes(config: RunConfig) -> dict[str, int]:
     """How many questions each task's file (or generator) holds: the most a sample can take."""
     return {key: size for key, (size, _) in pools(config).items()}
@@ -199,7 +217,7 @@ def grow(config: RunConfig, run_dir: str | Path, limits: Limits, *, margin: floa
     sizes = pools(config)
     caps = {t: min(sizes[t][0], limits.max_n or sizes[t][0]) for t in sizes}
     state = state or {"settings": limits.as_dict(), "margin": margin, "max_n": caps, "looks": [],
-                      "largest_document": {t: sizes[t][1] for t in sizes},
+                      "largest_document": largest_documents(config, caps),
                       "cells": {c.key: {"task": c.task, "config_hash": c.config_hash, "full_hash": c.full_hash,
                                         "documents": [], "decision": "", "look": None} for c in cells},
                       "stopped": None}
@@ -274,6 +292,9 @@ def _look(run_dir: Path, growing: list[Cell], n: dict[str, int], caps: dict[str,
                     bound=state.get("largest_document", {}).get(c.task))
         edge = at_edge(sum(full[i] for i in ids) / len(ids), margin, sum(arm[i] for i in ids) / len(ids))
         decision = seen.decision if edge is None else ""
+        why = futility(seen, margin, remaining=caps[c.task] - n[c.task]) if edge is None and not decision else ""
+        if why:
+            decision = FUTILE.format(n=seen.n_clusters, why=why)
         if not decision and n[c.task] >= caps[c.task]:
             decision = UNINFORMATIVE.format(edge) if edge is not None else NOT_DECIDED_AT_MAX
         if decision:

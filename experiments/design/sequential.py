@@ -8,11 +8,13 @@ which fails when the arm loses few answers and mostly for the worse (docs/metric
 from __future__ import annotations
 
 from experiments.inference.sequential import (
+    FUTILE,
     NOT_DECIDED_AT_MAX,
     Look,
     decide_in_looks,
+    futility,
     look,
     simulate_not_worse,
 )
 
-__all__ = ["NOT_DECIDED_AT_MAX", "Look", "decide_in_looks", "look", "simulate_not_worse"]
+__all__ = ["FUTILE", "NOT_DECIDED_AT_MAX", "Look", "decide_in_looks", "futility", "look", "simulate_not_worse"]

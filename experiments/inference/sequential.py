@@ -31,6 +31,7 @@ from experiments.inference.verdicts import UNINFORMATIVE, at_edge
 NOT_WORSE = "not worse"
 WORSE = "worse"
 NOT_DECIDED_AT_MAX = "cannot tell at the maximum n"
+FUTILE = "cannot tell: stopped for futility at {n} documents ({why})"
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,9 @@ def look(sums: np.ndarray, sizes: np.ndarray, margin: float, *, alpha: float = A
     """The decision at one look over the documents so far (``sums``/``sizes`` per document of arm - full, in
     sampling order), margin in points; ``bound``: the most questions a document of the task holds."""
     bound = float(bound or sizes.max())
+    if len(sizes) and sizes.max() > bound:
+        raise ValueError(f"a document of {int(sizes.max())} questions passes the bound of {bound:g} the betting "
+                         "test was given: its outcomes would leave the range the stakes are safe on")
     shift = -margin / 100
     threshold = math.log(1 / alpha)
 
@@ -78,12 +82,52 @@ def look(sums: np.ndarray, sizes: np.ndarray, margin: float, *, alpha: float = A
                 round(100 * hi, 2), decision)
 
 
+def _growth_ceiling(shift: float, values: tuple[float, float], upper: bool) -> float:
+    """The most log-wealth one more document can add to the test of ``shift``: its best outcome (every
+    question at the far end of ``values``) normalised by the largest document, at the largest stake."""
+    best = (values[1] - shift) / (shift - values[0]) if upper else (shift - values[0]) / (values[1] - shift)
+    return math.log1p(betting.CAP * best)
+
+
+def futility(seen: Look, margin: float, *, remaining: int, values: tuple[float, float] = (-1.0, 1.0)) -> str:
+    """Why the documents still to come (``remaining``, up to the maximum n) can no longer decide the cell, or "".
+
+    Stopping a cell early never adds an error: each test stays anytime-valid, and a futile cell only ends
+    undecided (non-binding futility).  What it can cost is power, so the rule stops only where a decision is
+    out of reach:
+
+    - *certain*: even if every remaining document gave its best outcome at the largest stake, neither wealth
+      could reach 1/alpha (each document adds at most log(1 + CAP * best) to a log-wealth);
+    - *projected* (from ``MIN_CLUSTERS`` documents on): holding the estimate where it is and shrinking the
+      confidence sequence by sqrt(n / N) to the maximum N documents -- faster than a betting sequence shrinks,
+      which carries a log factor, so the projection errs towards going on -- the interval would still hold
+      the margin."""
+    if remaining <= 0 or not seen.n_clusters:
+        return ""
+    shift = -margin / 100
+    room = remaining * max(_growth_ceiling(shift, values, True), _growth_ceiling(shift, values, False))
+    if max(seen.log_wealth_not_worse, seen.log_wealth_worse) + room < seen.threshold:
+        return f"{remaining} more could not reach 1/α even at their best"
+    if seen.n_clusters < MIN_CLUSTERS:
+        return ""
+    shrink = math.sqrt(seen.n_clusters / (seen.n_clusters + remaining))
+    lo = seen.delta - (seen.delta - seen.lo) * shrink
+    hi = seen.delta + (seen.hi - seen.delta) * shrink
+    if lo <= -margin <= hi:
+        return (f"at Δ {seen.delta:+.2f} the interval at {seen.n_clusters + remaining} documents would be about "
+                f"[{lo:+.2f}, {hi:+.2f}], still holding -{margin:g}")
+    return ""
+
+
 def decide_in_looks(a: Sequence[float], b: Sequence[float], margin: float, *, clusters: Sequence[str] | None,
-                    looks: Sequence[int], alpha: float = ALPHA, max_cluster: int | None = None) -> str:
+                    looks: Sequence[int], alpha: float = ALPHA, max_cluster: int | None = None,
+                    stop_futile: bool = False) -> str:
     """The verdict at which the sequential rule stops: ``a`` full's and ``b`` the arm's scores in [0, 1], per
     question in the order the run sampled them; ``clusters`` each question's document; ``looks`` the
     cumulative number of documents at each look.  Returns "not worse", "worse", "uninformative: ..." (full
-    within the margin of the floor or ceiling at the last look) or "cannot tell at the maximum n"."""
+    within the margin of the floor or ceiling at the last look) or "cannot tell at the maximum n".
+    ``stop_futile``: stop early, undecided, once the last look's documents can no longer decide (``futility``;
+    what ``--until-decided`` does)."""
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if x.shape != y.shape:
         raise ValueError(f"paired samples must have the same length, got {len(x)} and {len(y)}")
@@ -96,12 +140,15 @@ def decide_in_looks(a: Sequence[float], b: Sequence[float], margin: float, *, cl
         if count < 1:
             continue
         docs = set(order[:count])
-        seen = [i for i, k in enumerate(keys) if k in docs]
-        if at_edge(float(x[seen].mean()), margin, float(y[seen].mean())) is not None:
+        rows = [i for i, k in enumerate(keys) if k in docs]
+        if at_edge(float(x[rows].mean()), margin, float(y[rows].mean())) is not None:
             continue
-        decision = look(units.sums[:count], units.sizes[:count], margin, alpha=alpha, bound=bound).decision
-        if decision:
-            return decision
+        seen = look(units.sums[:count], units.sizes[:count], margin, alpha=alpha, bound=bound)
+        if seen.decision:
+            return seen.decision
+        why = futility(seen, margin, remaining=min(int(looks[-1]), len(order)) - count) if stop_futile else ""
+        if why:
+            return FUTILE.format(n=count, why=why)
     edge = at_edge(float(x.mean()), margin, float(y.mean())) if len(x) else None
     return UNINFORMATIVE.format(edge) if edge is not None else NOT_DECIDED_AT_MAX
 
@@ -120,4 +167,5 @@ def simulate_not_worse(differences: np.ndarray, sizes: np.ndarray, looks: Sequen
     return reached[:, np.asarray(looks) >= MIN_CLUSTERS].any(axis=1)
 
 
-__all__ = ["Look", "NOT_DECIDED_AT_MAX", "NOT_WORSE", "WORSE", "decide_in_looks", "look", "simulate_not_worse"]
+__all__ = ["FUTILE", "Look", "NOT_DECIDED_AT_MAX", "NOT_WORSE", "WORSE", "decide_in_looks", "futility", "look",
+           "simulate_not_worse"]
