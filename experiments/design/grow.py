@@ -8,7 +8,7 @@ anytime-valid betting rule of ``experiments.design.sequential`` (however many lo
 error stays at alpha), and a decided cell gets no more examples: later steps read only the undecided cells and
 the full context they are compared with (one ``full`` generation per reader, task and example, shared by every
 arm).  A cell the documents still to come can no longer decide stops for futility (``futility``: certain, or
-projected at its estimate), undecided: that never adds an error, and it stops paying for a cell that cannot end.  Because a larger sample holds the smaller one, every generation of an
+projected from the documents seen), undecided: that never adds an error, and it stops paying for a cell that cannot end.  Because a larger sample holds the smaller one, every generation of an
 earlier step is kept, and the run directory is an ordinary run that ``report``, ``show`` and ``view`` read.
 
 The run stops when every cell is decided, when each task's sample reaches ``--max-n`` (or its whole pool:
@@ -288,11 +288,12 @@ def _look(run_dir: Path, growing: list[Cell], n: dict[str, int], caps: dict[str,
         rank = {d: i for i, d in enumerate(documents)}
         ordered = sorted(range(len(ids)), key=lambda j: (rank[keys[j]], ids[j]))
         units = as_units([arm[ids[j]] - full[ids[j]] for j in ordered], clusters=[keys[j] for j in ordered])
-        seen = look(units.sums, units.sizes, margin, alpha=limits.alpha,
-                    bound=state.get("largest_document", {}).get(c.task))
+        bound = state.get("largest_document", {}).get(c.task)
+        seen = look(units.sums, units.sizes, margin, alpha=limits.alpha, bound=bound)
         edge = at_edge(sum(full[i] for i in ids) / len(ids), margin, sum(arm[i] for i in ids) / len(ids))
         decision = seen.decision if edge is None else ""
-        why = futility(seen, margin, remaining=caps[c.task] - n[c.task]) if edge is None and not decision else ""
+        why = (futility(seen, units.sums, units.sizes, margin, remaining=caps[c.task] - n[c.task], bound=bound)
+               if edge is None and not decision else "")
         if why:
             decision = FUTILE.format(n=seen.n_clusters, why=why)
         if not decision and n[c.task] >= caps[c.task]:

@@ -89,7 +89,15 @@ def _growth_ceiling(shift: float, values: tuple[float, float], upper: bool) -> f
     return math.log1p(betting.CAP * best)
 
 
-def futility(seen: Look, margin: float, *, remaining: int, values: tuple[float, float] = (-1.0, 1.0)) -> str:
+def _best_rate(y: np.ndarray) -> float:
+    """The growth rate per document of the best constant stake in hindsight on these outcomes: no predictable
+    stake does better on average over data like these, so a projection at this rate errs towards going on."""
+    lams = np.linspace(0.0, betting.CAP, 76)
+    return float(np.log1p(lams[:, None] * y[None, :]).mean(axis=1).max())
+
+
+def futility(seen: Look, sums: np.ndarray, sizes: np.ndarray, margin: float, *, remaining: int,
+             bound: float | None = None, values: tuple[float, float] = (-1.0, 1.0)) -> str:
     """Why the documents still to come (``remaining``, up to the maximum n) can no longer decide the cell, or "".
 
     Stopping a cell early never adds an error: each test stays anytime-valid, and a futile cell only ends
@@ -98,10 +106,9 @@ def futility(seen: Look, margin: float, *, remaining: int, values: tuple[float, 
 
     - *certain*: even if every remaining document gave its best outcome at the largest stake, neither wealth
       could reach 1/alpha (each document adds at most log(1 + CAP * best) to a log-wealth);
-    - *projected* (from ``MIN_CLUSTERS`` documents on): holding the estimate where it is and shrinking the
-      confidence sequence by sqrt(n / N) to the maximum N documents -- faster than a betting sequence shrinks,
-      which carries a log factor, so the projection errs towards going on -- the interval would still hold
-      the margin."""
+    - *projected* (from ``MIN_CLUSTERS`` documents on): if the remaining documents look like those seen and are
+      bet on with the best constant stake in hindsight (more than the predictable stakes earn), neither
+      log-wealth would reach log(1/alpha)."""
     if remaining <= 0 or not seen.n_clusters:
         return ""
     shift = -margin / 100
@@ -110,12 +117,14 @@ def futility(seen: Look, margin: float, *, remaining: int, values: tuple[float, 
         return f"{remaining} more could not reach 1/α even at their best"
     if seen.n_clusters < MIN_CLUSTERS:
         return ""
-    shrink = math.sqrt(seen.n_clusters / (seen.n_clusters + remaining))
-    lo = seen.delta - (seen.delta - seen.lo) * shrink
-    hi = seen.delta + (seen.hi - seen.delta) * shrink
-    if lo <= -margin <= hi:
-        return (f"at Δ {seen.delta:+.2f} the interval at {seen.n_clusters + remaining} documents would be about "
-                f"[{lo:+.2f}, {hi:+.2f}], still holding -{margin:g}")
+    bound = float(bound or sizes.max())
+    reach = []
+    for upper in (True, False):
+        y = betting._normalised(sums[None, :], sizes[None, :], np.array([shift]), values, bound, upper)[0, 0]
+        reach.append(float(betting.log_wealth(y)[-1]) + remaining * _best_rate(y))
+    if max(reach) < seen.threshold:
+        return (f"at Δ {seen.delta:+.2f}, {remaining} more like these would lift the log-wealth to at most "
+                f"{max(reach):.2f} of the {seen.threshold:.2f} a decision needs")
     return ""
 
 
@@ -146,7 +155,9 @@ def decide_in_looks(a: Sequence[float], b: Sequence[float], margin: float, *, cl
         seen = look(units.sums[:count], units.sizes[:count], margin, alpha=alpha, bound=bound)
         if seen.decision:
             return seen.decision
-        why = futility(seen, margin, remaining=min(int(looks[-1]), len(order)) - count) if stop_futile else ""
+        left = min(int(looks[-1]), len(order)) - count
+        why = futility(seen, units.sums[:count], units.sizes[:count], margin, remaining=left,
+                       bound=bound) if stop_futile else ""
         if why:
             return FUTILE.format(n=count, why=why)
     edge = at_edge(float(x.mean()), margin, float(y.mean())) if len(x) else None
