@@ -12,9 +12,9 @@ worst row is named.
 Further parts: power at a true difference of 0 against a plain one-sided z-test (the price of validity, and
 the n 80% power takes); coverage of the accuracy interval and the rate of ``*`` at a true difference of 0,
 at 6, 10 and 20 documents near the ceiling; the saturation k on a rising curve; the realised power of
-``ctxcomp plan``'s n from 20-question pilots.
+``ctxcomp plan``'s n from 20-question pilots; what futility stopping saves and costs in a sequential run.
 
-Run: ``python benchmarks/sim_stats.py [--trials N] [--only null,power,coverage,saturation,plan]``.
+Run: ``python benchmarks/sim_stats.py [--trials N] [--only null,power,coverage,saturation,plan,futility]``.
 """
 from __future__ import annotations
 
@@ -257,13 +257,63 @@ def part_plan(trials: int) -> None:
               f"{(powers < 0.5).mean():.3f} | {int(np.median(ns))} | {past} |")
 
 
+def _sequential_paths(draws: sim.Draws, margin: float, looks: list[int], *, futile: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Per trial: the sequential rule's verdict (1 not worse, -1 worse, 0 open) and the documents it read,
+    with or without futility stopping (``experiments.inference.sequential.futility``)."""
+    from experiments.inference.sequential import Look, futility
+
+    shift, threshold = -margin / 100, math.log(1 / ALPHA)
+    bound = float(draws.sizes.max())
+    up = np.maximum.accumulate(betting.log_wealth(betting._normalised(
+        draws.sums, draws.sizes, shift, (-1.0, 1.0), bound, True)), axis=-1)
+    down = np.maximum.accumulate(betting.log_wealth(betting._normalised(
+        draws.sums, draws.sizes, shift, (-1.0, 1.0), bound, False)), axis=-1)
+    verdict = np.zeros(len(draws.sums), dtype=int)
+    read = np.full(len(draws.sums), looks[-1])
+    for t in range(len(draws.sums)):
+        for count in looks:
+            u, d = up[t, count - 1], down[t, count - 1]
+            if count >= 6 and (u >= threshold or d >= threshold):
+                verdict[t], read[t] = (1 if u >= threshold else -1), count
+                break
+            if futile:
+                seen = Look(int(draws.sizes[t, :count].sum()), count, float(u), float(d), threshold, 0.0, 0.0,
+                            0.0, "")
+                if futility(seen, draws.sums[t, :count], draws.sizes[t, :count], margin,
+                            remaining=looks[-1] - count, bound=bound):
+                    read[t] = count
+                    break
+    return verdict, read
+
+
+def part_futility(trials: int) -> None:
+    trials = min(trials, 2000)  # a Python loop over trials and looks
+    print("\n## Futility stopping in a sequential run (looks every 10 documents, margin 5)\n")
+    print("| scores | true Δ | max documents | decided, no futility | decided, futility | documents read, "
+          "no futility | documents read, futility | MC SE |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    settings = [("0/1, 4% discordant", 0.04, 0.0), ("0/1, 30% discordant", 0.3, 0.0),
+                ("0/1, 8% discordant", 0.08, -0.05), ("0/1, 30% discordant", 0.3, -0.15)]
+    for i, (what, disc, delta) in enumerate(settings):
+        for docs in (40, 200, 500):
+            rng = np.random.default_rng(5000 + 10 * i + docs)
+            draws = sim.paired_01(rng, trials, docs, accuracy=0.5, discordant=disc, delta=delta)
+            looks = list(range(10, docs + 1, 10))
+            cells = []
+            for futile in (False, True):
+                verdict, read = _sequential_paths(draws, MARGIN, looks, futile=futile)
+                cells.append(((verdict != 0).mean(), read.mean()))
+            print(f"| {what} | {100 * delta:+g} | {docs} | {cells[0][0]:.3f} | {cells[1][0]:.3f} | "
+                  f"{cells[0][1]:.1f} | {cells[1][1]:.1f} | {_se(cells[0][0], trials):.3f} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--trials", type=int, default=10_000)
-    parser.add_argument("--only", default="null,power,coverage,saturation,plan")
+    parser.add_argument("--only", default="null,power,coverage,saturation,plan,futility")
     args = parser.parse_args()
     parts = {"null": part_null, "power": part_power, "coverage": part_coverage, "saturation": part_saturation,
-             "plan": part_plan}
+             "plan": part_plan, "futility": part_futility}
     for name in args.only.split(","):
         start = time.perf_counter()
         parts[name](args.trials)

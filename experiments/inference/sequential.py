@@ -32,6 +32,7 @@ NOT_WORSE = "not worse"
 WORSE = "worse"
 NOT_DECIDED_AT_MAX = "cannot tell at the maximum n"
 FUTILE = "cannot tell: stopped for futility at {n} documents ({why})"
+OPTIMISM = 2.0  # standard errors the projection of futility moves the estimate towards each decision
 
 
 @dataclass(frozen=True)
@@ -106,9 +107,12 @@ def futility(seen: Look, sums: np.ndarray, sizes: np.ndarray, margin: float, *, 
 
     - *certain*: even if every remaining document gave its best outcome at the largest stake, neither wealth
       could reach 1/alpha (each document adds at most log(1 + CAP * best) to a log-wealth);
-    - *projected* (from ``MIN_CLUSTERS`` documents on): if the remaining documents look like those seen and are
-      bet on with the best constant stake in hindsight (more than the predictable stakes earn), neither
-      log-wealth would reach log(1/alpha)."""
+    - *projected* (from ``MIN_CLUSTERS`` documents on): even if the true difference were ``OPTIMISM``
+      standard errors more favourable than the estimate (towards each decision in turn), and the remaining
+      documents were bet on with the best constant stake in hindsight on data like those seen so moved
+      (more than the predictable stakes earn), neither log-wealth would reach log(1/alpha).  The standard
+      error counts one pseudo-document of variance 1/4 per question, so a run of identical answers is not
+      taken for certainty.  benchmarks/sim_stats.py (``--only futility``) gives what the rule saves and costs."""
     if remaining <= 0 or not seen.n_clusters:
         return ""
     shift = -margin / 100
@@ -118,13 +122,18 @@ def futility(seen: Look, sums: np.ndarray, sizes: np.ndarray, margin: float, *, 
     if seen.n_clusters < MIN_CLUSTERS:
         return ""
     bound = float(bound or sizes.max())
+    total = float(sizes.sum())
+    mean = float(sums.sum()) / total
+    squares = float(((sums - mean * sizes) ** 2).sum()) + 0.25 * (total / len(sizes)) ** 2
+    moved = OPTIMISM * math.sqrt(squares) / total
     reach = []
-    for upper in (True, False):
-        y = betting._normalised(sums[None, :], sizes[None, :], np.array([shift]), values, bound, upper)[0, 0]
-        reach.append(float(betting.log_wealth(y)[-1]) + remaining * _best_rate(y))
+    for upper, current in ((True, seen.log_wealth_not_worse), (False, seen.log_wealth_worse)):
+        hopeful = sums + (moved if upper else -moved) * sizes
+        y = betting._normalised(hopeful[None, :], sizes[None, :], np.array([shift]), values, bound, upper)[0, 0]
+        reach.append(current + remaining * _best_rate(y))
     if max(reach) < seen.threshold:
-        return (f"at Δ {seen.delta:+.2f}, {remaining} more like these would lift the log-wealth to at most "
-                f"{max(reach):.2f} of the {seen.threshold:.2f} a decision needs")
+        return (f"at Δ {seen.delta:+.2f} ± {OPTIMISM:g} standard errors, {remaining} more would lift the "
+                f"log-wealth to at most {max(reach):.2f} of the {seen.threshold:.2f} a decision needs")
     return ""
 
 

@@ -46,19 +46,19 @@ def test_a_cell_that_cannot_reach_the_threshold_stops_for_certain():
 
 def test_a_cell_stops_when_more_of_the_same_could_not_decide_it():
     """Thirty identical answers: no valid test says "not worse" at margin 5 before about 72 (docs/metrics.md),
-    so 30 more like them cannot decide the cell, while 300 more could."""
+    so 30 more like them cannot decide the cell, while 60 more could."""
     sums, sizes = np.zeros(30), np.ones(30)
     seen = look(sums, sizes, 5.0, bound=1)
     why = futility(seen, sums, sizes, 5.0, remaining=30, bound=1)
-    assert why.startswith("at Δ +0.00, 30 more like these would lift the log-wealth to at most ")
+    assert why.startswith("at Δ +0.00 ± 2 standard errors, 30 more would lift the log-wealth to at most ")
     assert why.endswith("of the 3.69 a decision needs")
     assert FUTILE.format(n=30, why=why).startswith("cannot tell: stopped for futility at 30 documents (at Δ +0.00")
-    assert futility(seen, sums, sizes, 5.0, remaining=300, bound=1) == ""
-    # one loss in 12 (-8.33 points, both wealths at 0): hopeless with 8 more, not with 400
+    assert futility(seen, sums, sizes, 5.0, remaining=60, bound=1) == ""  # 90 identical answers could decide
+    # one loss in 12 (-8.33 points, both wealths at 0): hopeless with 8 more, not with 40
     sums = np.array([-1.0] + [0.0] * 11)
     seen = look(sums, np.ones(12), 5.0, bound=1)
     assert futility(seen, sums, np.ones(12), 5.0, remaining=8, bound=1)
-    assert futility(seen, sums, np.ones(12), 5.0, remaining=400, bound=1) == ""
+    assert futility(seen, sums, np.ones(12), 5.0, remaining=40, bound=1) == ""
 
 
 def test_a_cell_on_its_way_to_a_decision_is_not_stopped():
