@@ -8,7 +8,7 @@ import typer
 
 from core.errors import UserError
 from experiments.cli.errors import plain_output, print_table, user_errors
-from experiments.report.stats import ALPHA
+from experiments.inference.results import ALPHA
 
 
 def parse_prices(items: list[str]) -> dict[str, dict[str, float]]:

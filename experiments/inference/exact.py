@@ -26,7 +26,6 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-from scipy import stats
 
 GRID = 64  # points on the null line, and again between the best point's neighbours
 
@@ -80,7 +79,10 @@ def _thresholds(by_k: np.ndarray, t: float, upper: bool) -> tuple[np.ndarray, np
 def _tail(p_loss: np.ndarray, delta: float, n: int, k: np.ndarray, cut: np.ndarray, upper: bool) -> np.ndarray:
     """P(T' >= t) at each p_l of the null line p_g = p_l + delta (vectorized over ``p_loss``); the
     conditional binomial tails are evaluated only where P(K = k) is not negligible (below 1e-18 a term
-    cannot move the sum)."""
+    cannot move the sum).  scipy.stats is imported here, not at the top: it costs seconds, and every command
+    that imports the report's statistics (the dry run among them) would pay them without testing anything."""
+    from scipy import stats
+
     p_gain = p_loss + delta
     discordant = np.clip(p_loss + p_gain, 1e-300, 1.0)
     share = np.clip(p_gain / discordant, 0.0, 1.0)
