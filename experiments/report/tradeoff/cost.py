@@ -3,10 +3,10 @@ cost account (the compressor's and the reader's time and model work), and the br
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from experiments.data.records import budget_text
-from experiments.report.cells import Cell, Table
+from experiments.report.cells import Cell, Table, format_n
 from experiments.report.stats import MIN_PAIRS, PairedDelta, format_delta
 from experiments.report.tradeoff.points import Arm, budget_lines, full_arms, paired_arms
 
@@ -34,7 +34,7 @@ def budget_table(all_arms: Sequence[Arm]) -> Table:
         ratios = [r.tokens_in / r.tokens_out for r in a.recs if r.tokens_out]
         over = sum(r.over_budget for r in a.recs)
         bt = a.budget_tokens
-        body.append([a.cell.task, a.cell.reader, a.line, budget_text(a.budget) or "—", str(a.cell.n),
+        body.append([a.cell.task, a.cell.reader, a.line, budget_text(a.budget) or "—", format_n(a.cell.n, a.cell.n_clusters),
                      str(a.cell.n_failed), "—" if bt is None else f"{bt:.0f}",
                      _range([r.tokens_out for r in a.recs]), _range(ratios, "{:.2f}"),
                      f"{over}/{len(a.recs)}" if a.budget else "—", f"{a.tokens:.0f}", _score(a.cell)])
@@ -49,14 +49,22 @@ def cost_table(all_arms: Sequence[Arm]) -> Table:
     body = []
     for a in all_arms:
         total = lambda name: sum(getattr(r, name) for r in a.recs)  # noqa: E731
-        vs = format_delta(a.time_vs_full) if a.time_vs_full is not None else ""
-        body.append([a.cell.task, a.cell.reader, a.line, budget_text(a.budget) or "—", str(len(a.recs)),
+        vs = _time_vs_full(a.time_vs_full)
+        body.append([a.cell.task, a.cell.reader, a.line, budget_text(a.budget) or "—", format_n(len(a.recs), a.cell.n_clusters),
                      f"{total('compress_s'):.2f}", f"{total('compress_calls')} ({total('compress_cache_hits')})",
                      f"{total('compress_tokens_in')}/{total('compress_tokens_out')}",
                      f"{total('embed_texts')} ({total('embed_hits')})", str(total("reader_tokens_in")),
                      str(total("reader_tokens_out")), f"{total('latency_s'):.2f}",
                      f"{total('compress_s') + total('latency_s'):.2f}", vs])
     return header, body
+
+
+def _time_vs_full(pd: PairedDelta | None) -> str:
+    """End-to-end ms per example against full with its interval; below ``MIN_PAIRS`` pairs the delta and its n, no
+    interval (an interval of three pairs says little, and the break-even cannot tell there)."""
+    if pd is None or not pd.n:
+        return ""
+    return format_delta(pd) if pd.n >= MIN_PAIRS else f"{pd.delta:+.2f} (n={format_n(pd.n, pd.clusters)})"
 
 
 # End-to-end differences smaller than this, per example, are below what a run's timing resolves: a shared
@@ -83,20 +91,26 @@ def _mean_difference(base: dict[str, float], other: dict[str, float]) -> float:
     return statistics.fmean(other[i] - base[i] for i in ids) if ids else float("nan")
 
 
-def _break_even(points: Sequence[tuple[str, bool | None]]) -> str:
+def _break_even(points: Sequence[tuple[str, bool | None]], below_resolution: Collection[str] = ()) -> str:
     """From (budget, cheaper?) smallest budget first: the largest budget up to which every point is cheaper.
-    Where the first budget that is not shown cheaper is undecided (None: too few pairs, or an interval across
-    0), the text says "cannot tell" rather than "not cheaper"."""
+    Where the first budget that is not shown cheaper is undecided (None), the text says why, never "not
+    cheaper": its interval lies within the timing's resolution (``below_resolution``; it may exclude 0 there and
+    still decides nothing), or it cannot tell at this n (too few pairs, or an interval across 0)."""
     cheap = 0
     while cheap < len(points) and points[cheap][1] is True:
         cheap += 1
     if cheap == len(points):
         return f"{points[-1][0]} or more (cheaper at every budget)"
     stop, undecided = points[cheap][0], points[cheap][1] is None
-    if cheap == 0:
-        return (f"cannot tell at this n (not shown cheaper at {stop})" if undecided
-                else f"under {stop} (not cheaper at the smallest budget)")
-    return f"{points[cheap - 1][0]} (cheaper up to it; {'cannot tell' if undecided else 'not'} at {stop})"
+    if not undecided:
+        return (f"under {stop} (not cheaper at the smallest budget)" if cheap == 0 else
+                f"{points[cheap - 1][0]} (cheaper up to it; not at {stop})")
+    if stop in below_resolution:
+        why = f"within {TIME_RESOLUTION_MS:g} ms per example of full, below what the run's timing resolves"
+        return (f"not shown cheaper at {stop}: {why}" if cheap == 0 else
+                f"{points[cheap - 1][0]} (cheaper up to it; at {stop} {why})")
+    return (f"cannot tell at this n (not shown cheaper at {stop})" if cheap == 0 else
+            f"{points[cheap - 1][0]} (cheaper up to it; cannot tell at {stop})")
 
 
 def break_even_table(all_arms: Sequence[Arm]) -> Table:
@@ -113,8 +127,10 @@ def break_even_table(all_arms: Sequence[Arm]) -> Table:
         labels = [budget_text(a.budget) or a.line for a in points]
         time = [a.time_vs_full or paired_arms(base, a, "e2e_s") for a in points]
         tokens = [_mean_difference(base.per_example("model_tokens"), a.per_example("model_tokens")) for a in points]
+        below = {b for b, t in zip(labels, time) if _negligible(t)}
         in_time = (f"none: every budget is within {TIME_RESOLUTION_MS:g} ms per example of full, below what the "
-                   "run's timing resolves" if all(map(_negligible, time)) else _break_even(list(zip(labels, map(_cheaper, time)))))
+                   "run's timing resolves" if all(map(_negligible, time)) else
+                   _break_even(list(zip(labels, map(_cheaper, time))), below))
         body.append([task, reader, line, ", ".join(labels), "; ".join(f"{t.delta:+.0f}" for t in time), in_time,
                      _break_even([(b, t < 0 if t == t else None) for b, t in zip(labels, tokens)])])
     return header, body
