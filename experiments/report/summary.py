@@ -93,23 +93,37 @@ def error_control_statement(analysis: Analysis) -> str:
                    "budgets (the fixed-sequence procedure).")
 
 
+def resume_advice(failed: int, repeats: int, resume: str) -> str:
+    """What to do about ``failed`` examples that failed, ``repeats`` of them failures a resume only repeats
+    (``Failure.resume_repeats``: a compressor's refusal, a rejected request); ``resume`` is the command that retries
+    the others.  The console's warning after a run and report.md's summary say it alike."""
+    if not repeats:
+        return f"retry with {resume}"
+    return (f"{repeats} of them were refused by their compressor or rejected by the server, which a resume repeats: "
+            "change the config (e.g. a larger budget)"
+            + (f"; retry the other {failed - repeats} with {resume}" if repeats < failed else ""))
+
+
 def summary_lines(data: RunData, analysis: Analysis) -> list[tuple[str, str]]:
     """The opening of report.md (and of the view): what ran, what to distrust first, and what was decided, as
     (topic, plain text) lines."""
     cells = data.cells
     readers, tasks = list(dict.fromkeys(c.reader for c in cells)), list(dict.fromkeys(c.task for c in cells))
     arms = list(dict.fromkeys(c.compressor for c in cells))
-    ns = [c.n for c in cells if c.n]
+    ns = sorted(c.n for c in cells if c.n) or [0]
     given = data.manifest.get("given", {})
     margin = f"margin {analysis.margin:g} points"
     from_cli = (f" (given to `ctxcomp report`; the config says {given['margin'][1]:g})"
                 if given.get("margin") and given["margin"][1] is not None else "")
-    lines = [("Run", f"{len(tasks)} task(s) x {len(arms)} arm(s) x {len(readers)} reader(s); n = "
-                     f"{min(ns, default=0)}-{max(ns, default=0)} examples per cell; {margin}{from_cli}.")]
-    failed = sum(c.n_failed for c in cells)
+    n = str(ns[0]) if ns[0] == ns[-1] else f"{ns[0]}-{ns[-1]}"
+    lines = [("Run", f"{len(tasks)} task(s) x {len(arms)} arm(s) x {len(readers)} reader(s); n = {n} examples per "
+                     f"cell; {margin}{from_cli}.")]
+    recorded = {r.key for r in data.predictions} if data.failures else set()
+    failed = {f.key: f for f in data.failures if f.key not in recorded}  # the last failure of each example
     if failed:
-        lines.append(("Failed", f"{failed} example(s) failed and are excluded from the scores (`failures.jsonl`; "
-                                "`ctxcomp run --resume` retries them)."))
+        advice = resume_advice(len(failed), sum(f.resume_repeats for f in failed.values()), "`ctxcomp run --resume`")
+        lines.append(("Failed", f"{len(failed)} example(s) failed and are excluded from the scores "
+                                f"(`failures.jsonl`): {advice}."))
     lines += [("Warning", f"{w}.") for w in truncation_warnings(data.predictions)]
     compressed = [c for c in cells if not c.is_full and c.paired is not None]
     sequential = analysis.tables.get("sequential", ([], []))[1]
