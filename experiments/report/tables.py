@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from experiments.data.records import split_swept_id
-from experiments.report.cells import Cell, Table, merged_scores, paired_vs, pos_order
+from experiments.report.cells import Cell, Table, format_n, merged_scores, paired_vs, pos_order
 from experiments.report.lengths import length_items, length_label, length_tables, longbench_v2_table
 from experiments.report.stats import MIN_PAIRS, PairedDelta, format_delta, format_p
 from experiments.scoring.registry import LONGBENCH_E_BUCKETS
@@ -22,15 +22,17 @@ from experiments.scoring.registry import LONGBENCH_E_BUCKETS
 
 def _fmt(score: float, paired: PairedDelta | None = None, delta: float | None = None) -> str:
     """``34.38`` for a baseline; ``34.38 (-6.24 [-18.75, +6.25])`` with the paired delta and its 95% interval,
-    a star when the interval excludes 0; below ``MIN_PAIRS`` pairs only the delta and n."""
+    a star when the interval excludes 0; below ``MIN_PAIRS`` pairs only the paired delta and its n
+    (``34.38 (-6.24, n=3)``); ``delta`` (unpaired) only where no example was paired."""
     if score != score:  # NaN: every example of the cell failed
         return "—"
     if paired is not None and paired.n >= MIN_PAIRS:
         return f"{score:.2f} ({format_delta(paired)})"
+    if paired is not None and paired.n:
+        return f"{score:.2f} ({paired.delta:+.2f}, n={format_n(paired.n, paired.clusters)})"
     if delta is None:
         return f"{score:.2f}"
-    n = f", n={paired.n}" if paired is not None else ""
-    return f"{score:.2f} ({delta:+.2f}{n})"
+    return f"{score:.2f} ({delta:+.2f})"
 
 
 def rows_in_order(cells: Sequence[Cell]) -> list[tuple[str, str]]:
@@ -51,53 +53,64 @@ def task_columns(cells: Sequence[Cell]) -> list[str]:
 
 
 def score_table(cells: Sequence[Cell], items: dict[tuple[str, str], dict[str, float]] | None = None) -> Table:
-    """One row per reader x compressor, one column per task (headed with its metric), category averages.
+    """One row per reader x compressor, one column per task (headed with its metric), category averages, and n.
 
     A compressed cell shows its paired delta vs full context with the 95%
     interval; an average's delta is paired on (task, example) with each task
-    weighted equally, as the average itself (needs ``items``).
+    weighted equally, as the average itself (needs ``items``).  An average
+    covers the tasks its row has a score on; where that is not every task of
+    its columns, it names the tasks it leaves out (``(over 1 task; no score on
+    t2)``).  The last column is n: each task's examples, with their documents
+    where examples share them (``12 (4 docs)``), one per task in column order
+    when the tasks differ.
     """
     tasks = task_columns(cells)
     metric_of = {c.task: c.metric for c in cells if c.metric}
-    by_key = {(c.reader, c.compressor, c.task): c for c in cells}
-    categories = list(dict.fromkeys(c.category for c in cells))
-    # a category average is shown only where it averages more than one task
-    categories = [cat for cat in categories if len({c.task for c in cells if c.category == cat}) > 1]
-    header = ["reader", "compressor", *(f"{t} ({metric_of[t]})" if t in metric_of else t for t in tasks)]
-    if len(tasks) > 1:
-        header += [f"avg {cat}" for cat in categories] + ["avg"]
-    body = []
-    full_avgs: dict[str, dict[str, float]] = defaultdict(dict)
+    averages = _averages(cells, tasks)
+    header = ["reader", "compressor", *(f"{t} ({metric_of[t]})" if t in metric_of else t for t in tasks),
+              *averages, "n" if len(tasks) == 1 else "n (per task)"]
     full_labels = {c.compressor for c in cells if c.is_full}
-    tasks_of = defaultdict(set)  # tasks a row has a score on; a task whose examples all failed does not count
-    for c in cells:
-        if c.score == c.score:
-            tasks_of[(c.reader, c.compressor)].add(c.task)
+    full_avgs: dict[tuple[str, str], tuple[float, set[str]]] = {}  # (reader, column) -> full's average, its tasks
+    body = []
     for reader, comp in rows_in_order(cells):
-        is_full = comp in full_labels
+        mine = {c.task: c for c in cells if c.reader == reader and c.compressor == comp}
         row = [reader, comp]
         for t in tasks:
-            c = by_key.get((reader, comp, t))
+            c = mine.get(t)
             row.append(_fmt(c.score, c.paired or _bare(c), c.delta_vs_full) + cut_mark(c) if c else "")
-        if len(tasks) > 1:
-            groups = [[c for c in cells if c.reader == reader and c.compressor == comp and c.category == cat] for cat in categories]
-            groups.append([c for c in cells if c.reader == reader and c.compressor == comp])
-            for label, group in zip([*categories, "avg"], groups):
-                scores = [c.score for c in group if c.score == c.score]
-                avg = round(statistics.fmean(scores), 2) if scores else float("nan")
-                if is_full:
-                    full_avgs[reader][label] = avg
-                    row.append(_fmt(avg) if group else "")
-                    continue
-                base = full_avgs[reader].get(label)
+        for column, columns in averages.items():
+            group = [mine[t] for t in columns if t in mine]
+            scored = {c.task for c in group if c.score == c.score}
+            avg = round(statistics.fmean(c.score for c in group if c.task in scored), 2) if scored else float("nan")
+            missing = [t for t in columns if t not in scored]
+            mark = f" (over {len(scored)} task{'' if len(scored) == 1 else 's'}; no score on {', '.join(missing)})" \
+                if scored and missing else ""
+            if not group:
+                row.append("")
+            elif comp in full_labels:
+                full_avgs[(reader, column)] = (avg, scored)
+                row.append(_fmt(avg) + mark)
+            else:
+                base = full_avgs.get((reader, column))
                 paired = _paired_average(group, cells, items) if items and base is not None else None
-                partial = label == "avg" and tasks_of[(reader, comp)] < set(tasks)
-                if partial and paired is None:
-                    base = None  # the full row averages other tasks: only a paired delta would mean anything
-                row.append((_fmt(avg, paired, None if base is None else round(avg - base, 2))
-                            + (_over(len(tasks_of[(reader, comp)])) if partial else "")) if group else "")
-        body.append(row)
+                # unpaired, the difference means something only where both rows average the same tasks
+                delta = round(avg - base[0], 2) if base is not None and paired is None and base[1] == scored else None
+                row.append(_fmt(avg, paired, delta) + mark)
+        ns = [format_n(mine[t].n, mine[t].n_clusters) if t in mine else "—" for t in tasks]
+        body.append([*row, ns[0] if len(set(ns)) == 1 else " / ".join(ns)])
     return header, body
+
+
+def _averages(cells: Sequence[Cell], tasks: Sequence[str]) -> dict[str, list[str]]:
+    """The average columns, each with the tasks it averages: a category's, where it averages more than one task
+    and not every task (then it would repeat ``avg``), and ``avg`` over every task, where there are several."""
+    if len(tasks) < 2:
+        return {}
+    by_category: dict[str, list[str]] = defaultdict(list)
+    for t in tasks:
+        by_category[next(c.category for c in cells if c.task == t)].append(t)
+    out = {f"avg {cat}": ts for cat, ts in by_category.items() if 1 < len(ts) < len(tasks)}
+    return {**out, "avg": list(tasks)}
 
 
 def cut_mark(c: Cell) -> str:
@@ -105,13 +118,10 @@ def cut_mark(c: Cell) -> str:
     return f" [reader cut {c.reader_cut_pct:.0f}%]" if c.reader_cut_pct > 0 else ""
 
 
-def _over(n: int) -> str:
-    return f" (over {n} task{'' if n == 1 else 's'})"
-
-
 def _bare(c: Cell) -> PairedDelta | None:
     nan = float("nan")
-    return PairedDelta(c.delta_paired, nan, nan, nan, c.n_paired) if c.delta_paired is not None else None
+    return (PairedDelta(c.delta_paired, nan, nan, nan, c.n_paired, c.clusters_paired)
+            if c.delta_paired is not None else None)
 
 
 def _paired_average(group: Sequence[Cell], cells: Sequence[Cell],
@@ -160,7 +170,8 @@ def contrast_table(cells: Sequence[Cell], items: dict[tuple[str, str], dict[str,
             avg = paired_over_tasks(pairs, items) if len(pairs) > 1 else None
             overall = avg if avg is not None else per_task[pairs[0][0].task]
             row = [reader, f"{arm} - {against}", *(_fmt_delta(per_task.get(t)) for t in tasks), _fmt_delta(avg),
-                   format_p(overall), str(len(pairs)), str(sum(pd.n for pd in per_task.values()))]
+                   format_p(overall), str(len(pairs)),
+                   format_n(sum(pd.n for pd in per_task.values()), sum(pd.clusters for pd in per_task.values()))]
             body.append(row)
     keep = [i for i in range(len(header)) if not 2 <= i < 2 + len(tasks) or any(row[i] for row in body)]
     return ([header[i] for i in keep], [[row[i] for i in keep] for row in body]), notes
@@ -183,7 +194,7 @@ def efficiency_table(cells: Sequence[Cell]) -> Table:
     body = []
     for c in sorted(cells, key=lambda c: (c.order[1], c.order[0])):
         body.append([
-            c.task, c.reader, c.compressor, c.config_hash, str(c.n), str(c.n_failed),
+            c.task, c.reader, c.compressor, c.config_hash, format_n(c.n, c.n_clusters), str(c.n_failed),
             f"{c.tokens_in / c.tokens_out:.2f}" if c.tokens_out else "—", f"{c.tokens_in:.0f}", f"{c.tokens_out:.0f}",
             f"{c.reader_cut_pct:.0f}", f"{c.tokens_seen:.0f}", "" if c.answer_in_context is None else f"{c.answer_in_context:.1f}",
             f"{c.reader_tokens_in:.0f}", f"{c.reader_tokens_out:.1f}", f"{c.cost_usd:.4f}", f"{c.latency_s:.3f}",
@@ -237,7 +248,7 @@ def position_contrasts(cells: Sequence[Cell], items: dict[tuple[str, str], dict[
             continue
         body.append([c.task, c.reader, c.compressor, f"{first} / {middle} / {last}",
                      format_delta(a) or f"{a.delta:+.2f}", format_p(a), format_delta(b) or f"{b.delta:+.2f}",
-                     format_p(b), str(min(a.n, b.n))])
+                     format_p(b), format_n(*min((a.n, a.clusters), (b.n, b.clusters)))])
     return header, body
 
 

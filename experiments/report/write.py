@@ -185,18 +185,21 @@ SCORES_NOTE = (
     "Scores are 100 x the task's metric (named in each column; LongBench rounding). In parentheses: the "
     "difference to the full-context row of the same reader, paired over the examples both scored, with its "
     "95% interval (the exact test for independent 0/1 scores, the betting test over documents otherwise: valid "
-    "at any n, docs/metrics.md); `*` marks an interval that excludes 0 (never under 6 documents); "
-    "`[reader cut N%]`: the "
-    "reader's own window cut N% of the cell's prompts. Averages over tasks "
-    "are paired on (task, example); an arm that ran on fewer tasks than the full-context row averages its own "
-    "tasks (said in the cell), and its delta is paired on those tasks. n per cell, p-values (of the same test) and "
-    "the intervals are in `scores.csv`. Each cell averages the lines of `predictions.jsonl` with its `task` and "
-    "`config_hash` (see the efficiency table for the hash of each row).")
+    "at any n, docs/metrics.md); `*` marks an interval that excludes 0 (never under 6 documents); below 5 pairs "
+    "the paired difference and its n, without an interval. `[reader cut N%]`: the reader's own window cut N% of "
+    "the cell's prompts. Averages over tasks are paired on (task, example); an average that has no score on a "
+    "task of its columns (every example failed, or the arm did not run it) averages the tasks it has and names "
+    "the ones it leaves out, and its delta is paired on those tasks. The last column is n: the examples of each "
+    "task, in column order where the tasks differ, with the documents they come from where examples share one "
+    "(`12 (4 docs)`). P-values (of the same test) and the intervals are in `scores.csv`. Each cell averages the "
+    "lines of `predictions.jsonl` with its `task` and `config_hash` (see the efficiency table for the hash of each "
+    "row).")
 # a run without a full-context arm (a curve: every row is a k of top_k) has no row to be paired against
 SCORES_NOTE_NO_FULL = (
     "Scores are 100 x the task's metric (named in each column; LongBench rounding). The run has no full-context "
     "arm, so no row is compared with one here (a curve compares each k with the larger ks, below). `[reader cut "
-    "N%]`: the reader's own window cut N% of the cell's prompts. n per cell and the intervals are in "
+    "N%]`: the reader's own window cut N% of the cell's prompts. The last column is n: the examples of each task, "
+    "with the documents they come from where examples share one (`12 (4 docs)`). The intervals are in "
     "`scores.csv`. Each cell averages the lines of `predictions.jsonl` with its `task` and `config_hash` (see the "
     "efficiency table for the hash of each row).")
 
