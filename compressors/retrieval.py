@@ -139,7 +139,9 @@ class RetrievalCompressor(Compressor):
     def _label(self, top_n: int | None, token_budget: int | None) -> str:
         retriever = getattr(self.retriever, "label", None) or self.retriever.identity
         size = f"{self.chunk_size}x" if self.chunk_size_given else "top"
-        amount = f"{size}{top_n}" if top_n is not None else f"{size}*"
+        # no top_n: as many chunks as the budget holds, said in words ("100x any"): a `*` would read as a report's
+        # significance mark
+        amount = f"{size}{top_n}" if top_n is not None else f"{size} any"
         if token_budget is not None:
             amount += f", <={token_budget} tokens"
         compat = ", longbench_compat" if self.longbench_compat else ""

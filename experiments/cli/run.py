@@ -146,12 +146,9 @@ def execute(config, run_dir: Path, *, report: bool = True, plain: bool = True, e
         f"{stats.model_calls} reader calls, {stats.cache_hits} cache hits, {stats.retries} retries, {stats.wall_s:.1f} s"
     )
     if stats.failed:
-        for_good = stats.failed_for_good()
-        resume = f"`ctxcomp run --resume {run_dir}`"
-        advice = (f"retry with {resume}" if not for_good else
-                  f"{for_good} of them were refused by their compressor or rejected by the server, which a resume "
-                  "repeats: change the config (e.g. a larger budget)" +
-                  (f"; retry the other {stats.failed - for_good} with {resume}" if for_good < stats.failed else ""))
+        from experiments.report.summary import resume_advice
+
+        advice = resume_advice(stats.failed, stats.failed_for_good(), f"`ctxcomp run --resume {run_dir}`")
         say(f"warning: {stats.failed} example(s) failed and are excluded from scores; see "
             f"{run_dir / 'failures.jsonl'}; {advice}")
     rows = {c.compressor for c in result.cells} if config.contrasts else set()

@@ -204,6 +204,12 @@ class Trace(Keyed):
     trace: dict[str, Any] = field(default_factory=dict)
 
 
+# failure kinds (the exception's name, as a failure's reason gives it first) that fail again on every resume: a
+# compressor's refusal (a budget below the best chunk, no query) and a request the server rejected; the others
+# (remote faults after their retries) may succeed
+NOT_FIXED_BY_RESUME = ("CompressionError", "RequestRejected")
+
+
 @dataclass(kw_only=True, slots=True)
 class Failure(Keyed):
     """An example that could not be predicted (compression refused, a remote fault after retries)."""
@@ -212,6 +218,16 @@ class Failure(Keyed):
     reason: str
     retries: int = 0
     time: float = 0.0
+
+    @property
+    def kind(self) -> str:
+        """What the reason names first: the exception's name (``CompressionError``), as ``stats.json`` counts it."""
+        return self.reason.split(":", 1)[0][:80]
+
+    @property
+    def resume_repeats(self) -> bool:
+        """Whether ``ctxcomp run --resume`` would only fail again (``NOT_FIXED_BY_RESUME``): change the config."""
+        return self.kind in NOT_FIXED_BY_RESUME
 
 
 @dataclass(kw_only=True, slots=True)

@@ -29,6 +29,9 @@ from experiments.report.stats import (
 from experiments.scoring.registry import ItemScore, aggregate, length_bucket
 from experiments.tasks.specs import get_task
 
+# a table of the report: its header and its rows of text, as report.md, tables/*.csv and the view show it
+Table = tuple[list[str], list[list[str]]]
+
 
 @dataclass
 class Cell:

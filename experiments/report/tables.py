@@ -11,27 +11,28 @@ import io
 import re
 import statistics
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from experiments.data.records import split_swept_id
-from experiments.report.cells import Cell, Scores, format_n, merged_scores, paired_vs, pos_order
-from experiments.report.stats import MIN_PAIRS, PairedDelta, format_delta, format_p, mean_interval
+from experiments.report.cells import Cell, Table, format_n, merged_scores, paired_vs, pos_order
+from experiments.report.lengths import length_items, length_label, length_tables, longbench_v2_table
+from experiments.report.stats import MIN_PAIRS, PairedDelta, format_delta, format_p
 from experiments.scoring.registry import LONGBENCH_E_BUCKETS
-
-Table = tuple[list[str], list[list[str]]]
 
 
 def _fmt(score: float, paired: PairedDelta | None = None, delta: float | None = None) -> str:
     """``34.38`` for a baseline; ``34.38 (-6.24 [-18.75, +6.25])`` with the paired delta and its 95% interval,
-    a star when the interval excludes 0; below ``MIN_PAIRS`` pairs only the delta and n."""
+    a star when the interval excludes 0; below ``MIN_PAIRS`` pairs only the paired delta and its n
+    (``34.38 (-6.24, n=3)``); ``delta`` (unpaired) only where no example was paired."""
     if score != score:  # NaN: every example of the cell failed
         return "—"
     if paired is not None and paired.n >= MIN_PAIRS:
         return f"{score:.2f} ({format_delta(paired)})"
+    if paired is not None and paired.n:
+        return f"{score:.2f} ({paired.delta:+.2f}, n={format_n(paired.n, paired.clusters)})"
     if delta is None:
         return f"{score:.2f}"
-    n = f", n={paired.n}" if paired is not None else ""
-    return f"{score:.2f} ({delta:+.2f}{n})"
+    return f"{score:.2f} ({delta:+.2f})"
 
 
 def rows_in_order(cells: Sequence[Cell]) -> list[tuple[str, str]]:
@@ -52,53 +53,64 @@ def task_columns(cells: Sequence[Cell]) -> list[str]:
 
 
 def score_table(cells: Sequence[Cell], items: dict[tuple[str, str], dict[str, float]] | None = None) -> Table:
-    """One row per reader x compressor, one column per task (headed with its metric), category averages.
+    """One row per reader x compressor, one column per task (headed with its metric), category averages, and n.
 
     A compressed cell shows its paired delta vs full context with the 95%
     interval; an average's delta is paired on (task, example) with each task
-    weighted equally, as the average itself (needs ``items``).
+    weighted equally, as the average itself (needs ``items``).  An average
+    covers the tasks its row has a score on; where that is not every task of
+    its columns, it names the tasks it leaves out (``(over 1 task; no score on
+    t2)``).  The last column is n: each task's examples, with their documents
+    where examples share them (``12 (4 docs)``), one per task in column order
+    when the tasks differ.
     """
     tasks = task_columns(cells)
     metric_of = {c.task: c.metric for c in cells if c.metric}
-    by_key = {(c.reader, c.compressor, c.task): c for c in cells}
-    categories = list(dict.fromkeys(c.category for c in cells))
-    # a category average is shown only where it averages more than one task
-    categories = [cat for cat in categories if len({c.task for c in cells if c.category == cat}) > 1]
-    header = ["reader", "compressor", *(f"{t} ({metric_of[t]})" if t in metric_of else t for t in tasks)]
-    if len(tasks) > 1:
-        header += [f"avg {cat}" for cat in categories] + ["avg"]
-    body = []
-    full_avgs: dict[str, dict[str, float]] = defaultdict(dict)
+    averages = _averages(cells, tasks)
+    header = ["reader", "compressor", *(f"{t} ({metric_of[t]})" if t in metric_of else t for t in tasks),
+              *averages, "n" if len(tasks) == 1 else "n (per task)"]
     full_labels = {c.compressor for c in cells if c.is_full}
-    tasks_of = defaultdict(set)  # tasks a row has a score on; a task whose examples all failed does not count
-    for c in cells:
-        if c.score == c.score:
-            tasks_of[(c.reader, c.compressor)].add(c.task)
+    full_avgs: dict[tuple[str, str], tuple[float, set[str]]] = {}  # (reader, column) -> full's average, its tasks
+    body = []
     for reader, comp in rows_in_order(cells):
-        is_full = comp in full_labels
+        mine = {c.task: c for c in cells if c.reader == reader and c.compressor == comp}
         row = [reader, comp]
         for t in tasks:
-            c = by_key.get((reader, comp, t))
+            c = mine.get(t)
             row.append(_fmt(c.score, c.paired or _bare(c), c.delta_vs_full) + cut_mark(c) if c else "")
-        if len(tasks) > 1:
-            groups = [[c for c in cells if c.reader == reader and c.compressor == comp and c.category == cat] for cat in categories]
-            groups.append([c for c in cells if c.reader == reader and c.compressor == comp])
-            for label, group in zip([*categories, "avg"], groups):
-                scores = [c.score for c in group if c.score == c.score]
-                avg = round(statistics.fmean(scores), 2) if scores else float("nan")
-                if is_full:
-                    full_avgs[reader][label] = avg
-                    row.append(_fmt(avg) if group else "")
-                    continue
-                base = full_avgs[reader].get(label)
+        for column, columns in averages.items():
+            group = [mine[t] for t in columns if t in mine]
+            scored = {c.task for c in group if c.score == c.score}
+            avg = round(statistics.fmean(c.score for c in group if c.task in scored), 2) if scored else float("nan")
+            missing = [t for t in columns if t not in scored]
+            mark = f" (over {len(scored)} task{'' if len(scored) == 1 else 's'}; no score on {', '.join(missing)})" \
+                if scored and missing else ""
+            if not group:
+                row.append("")
+            elif comp in full_labels:
+                full_avgs[(reader, column)] = (avg, scored)
+                row.append(_fmt(avg) + mark)
+            else:
+                base = full_avgs.get((reader, column))
                 paired = _paired_average(group, cells, items) if items and base is not None else None
-                partial = label == "avg" and tasks_of[(reader, comp)] < set(tasks)
-                if partial and paired is None:
-                    base = None  # the full row averages other tasks: only a paired delta would mean anything
-                row.append((_fmt(avg, paired, None if base is None else round(avg - base, 2))
-                            + (_over(len(tasks_of[(reader, comp)])) if partial else "")) if group else "")
-        body.append(row)
+                # unpaired, the difference means something only where both rows average the same tasks
+                delta = round(avg - base[0], 2) if base is not None and paired is None and base[1] == scored else None
+                row.append(_fmt(avg, paired, delta) + mark)
+        ns = [format_n(mine[t].n, mine[t].n_clusters) if t in mine else "—" for t in tasks]
+        body.append([*row, ns[0] if len(set(ns)) == 1 else " / ".join(ns)])
     return header, body
+
+
+def _averages(cells: Sequence[Cell], tasks: Sequence[str]) -> dict[str, list[str]]:
+    """The average columns, each with the tasks it averages: a category's, where it averages more than one task
+    and not every task (then it would repeat ``avg``), and ``avg`` over every task, where there are several."""
+    if len(tasks) < 2:
+        return {}
+    by_category: dict[str, list[str]] = defaultdict(list)
+    for t in tasks:
+        by_category[next(c.category for c in cells if c.task == t)].append(t)
+    out = {f"avg {cat}": ts for cat, ts in by_category.items() if 1 < len(ts) < len(tasks)}
+    return {**out, "avg": list(tasks)}
 
 
 def cut_mark(c: Cell) -> str:
@@ -106,13 +118,10 @@ def cut_mark(c: Cell) -> str:
     return f" [reader cut {c.reader_cut_pct:.0f}%]" if c.reader_cut_pct > 0 else ""
 
 
-def _over(n: int) -> str:
-    return f" (over {n} task{'' if n == 1 else 's'})"
-
-
 def _bare(c: Cell) -> PairedDelta | None:
     nan = float("nan")
-    return PairedDelta(c.delta_paired, nan, nan, nan, c.n_paired) if c.delta_paired is not None else None
+    return (PairedDelta(c.delta_paired, nan, nan, nan, c.n_paired, c.clusters_paired)
+            if c.delta_paired is not None else None)
 
 
 def _paired_average(group: Sequence[Cell], cells: Sequence[Cell],
@@ -161,7 +170,8 @@ def contrast_table(cells: Sequence[Cell], items: dict[tuple[str, str], dict[str,
             avg = paired_over_tasks(pairs, items) if len(pairs) > 1 else None
             overall = avg if avg is not None else per_task[pairs[0][0].task]
             row = [reader, f"{arm} - {against}", *(_fmt_delta(per_task.get(t)) for t in tasks), _fmt_delta(avg),
-                   format_p(overall), str(len(pairs)), str(sum(pd.n for pd in per_task.values()))]
+                   format_p(overall), str(len(pairs)),
+                   format_n(sum(pd.n for pd in per_task.values()), sum(pd.clusters for pd in per_task.values()))]
             body.append(row)
     keep = [i for i in range(len(header)) if not 2 <= i < 2 + len(tasks) or any(row[i] for row in body)]
     return ([header[i] for i in keep], [[row[i] for i in keep] for row in body]), notes
@@ -184,7 +194,7 @@ def efficiency_table(cells: Sequence[Cell]) -> Table:
     body = []
     for c in sorted(cells, key=lambda c: (c.order[1], c.order[0])):
         body.append([
-            c.task, c.reader, c.compressor, c.config_hash, str(c.n), str(c.n_failed),
+            c.task, c.reader, c.compressor, c.config_hash, format_n(c.n, c.n_clusters), str(c.n_failed),
             f"{c.tokens_in / c.tokens_out:.2f}" if c.tokens_out else "—", f"{c.tokens_in:.0f}", f"{c.tokens_out:.0f}",
             f"{c.reader_cut_pct:.0f}", f"{c.tokens_seen:.0f}", "" if c.answer_in_context is None else f"{c.answer_in_context:.1f}",
             f"{c.reader_tokens_in:.0f}", f"{c.reader_tokens_out:.1f}", f"{c.cost_usd:.4f}", f"{c.latency_s:.3f}",
@@ -238,7 +248,7 @@ def position_contrasts(cells: Sequence[Cell], items: dict[tuple[str, str], dict[
             continue
         body.append([c.task, c.reader, c.compressor, f"{first} / {middle} / {last}",
                      format_delta(a) or f"{a.delta:+.2f}", format_p(a), format_delta(b) or f"{b.delta:+.2f}",
-                     format_p(b), str(min(a.n, b.n))])
+                     format_p(b), format_n(*min((a.n, a.clusters), (b.n, b.clusters)))])
     return header, body
 
 
@@ -268,117 +278,6 @@ def csv_text(header: Sequence[str], body: Sequence[Sequence[str]]) -> str:
     return buf.getvalue()
 
 
-# -- context length: the "effective length" picture, and LongBench v2's results table ------------------------------
-
-
-def _length_order(keys: Sequence[str]) -> list[str]:
-    """Lengths in increasing order: numbers numerically (RULER's tokens), LongBench v2's short/medium/long, else as met."""
-    if all(k.isdigit() for k in keys):
-        return sorted(keys, key=int)
-    named = [k for k in ("short", "medium", "long") if k in keys]
-    return named if len(named) == len(keys) else list(keys)
-
-
-def length_label(key: str) -> str:
-    """``16384`` as ``16k`` (a power-of-two multiple of 1,024), other keys as they are."""
-    return f"{int(key) // 1024}k" if key.isdigit() and int(key) % 1024 == 0 else key
-
-
-def length_items(cells: Sequence[Cell], predictions: Sequence) -> dict[tuple[str, str], dict[str, Scores]]:
-    """Item scores by (task, config hash), then length bucket (``meta["length_bucket"]``), then example id."""
-    keys = {(c.task, c.config_hash) for c in cells}
-    out: dict[tuple[str, str], dict[str, Scores]] = defaultdict(lambda: defaultdict(Scores))
-    for r in predictions:
-        bucket = (r.meta or {}).get("length_bucket")
-        if bucket is not None and (r.task, r.config_hash) in keys:
-            scores = out[(r.task, r.config_hash)][str(bucket)]
-            scores[r.id] = float(r.score)
-            if r.cluster:
-                scores.clusters[r.id] = r.cluster
-    return out
-
-
-def length_tables(cells: Sequence[Cell], predictions: Sequence) -> tuple[Table, Table]:
-    """Score by context length per task and arm, ``score [95% interval] (n)``; and each compressed arm minus full
-    context at each length, paired on the example, with its interval and n, per task and pooled over the tasks of
-    one category (stratified by task).  The deltas' last column pools every length (paired on (length, example),
-    resampled within each length), since a few examples per length rarely resolve a difference on their own.
-    Only tasks with two or more lengths."""
-    items = length_items(cells, predictions)
-    by_task: dict[str, list[str]] = defaultdict(list)
-    for (task, _), buckets in items.items():
-        by_task[task] += [b for b in buckets if b not in by_task[task]]
-    by_task = {t: _length_order(b) for t, b in by_task.items() if len(b) > 1}
-    lengths = list(dict.fromkeys(b for bs in by_task.values() for b in bs))
-    lengths = _length_order(lengths) if len(set(map(str.isdigit, lengths))) == 1 else lengths
-    labels = [length_label(k) for k in lengths]
-    scores: list[list[str]] = []
-    deltas: list[list[str]] = []
-    full = {(c.task, c.reader): c for c in cells if c.is_full}
-    for c in sorted((c for c in cells if c.task in by_task), key=lambda c: (c.order[1], c.order[0])):
-        mine = items.get((c.task, c.config_hash), {})
-        row = [c.task, c.reader, c.compressor]
-        for k in lengths:
-            values = list(mine.get(k, {}).values())
-            if not values:
-                row.append("")
-                continue
-            at = mine.get(k, Scores())
-            mi = mean_interval(values, clusters=[at.cluster(i) for i in at])
-            row.append(f"{mi.mean:.1f} [{mi.lo:.1f}, {mi.hi:.1f}] (n={format_n(mi.n, mi.n_clusters)})")
-        scores.append(row)
-        base = full.get((c.task, c.reader))
-        if base is None or c.is_full:
-            continue
-        base_items = items.get((base.task, base.config_hash), {})
-        deltas.append([c.task, c.reader, f"{c.compressor} - full",
-                       *(_length_delta(paired_vs(base_items.get(k, {}), mine.get(k, {}))) for k in lengths),
-                       _length_delta(_pooled_pairs([(c.task, base_items, mine)], lengths))])
-    # tasks of one category (e.g. the needle tasks) pooled: paired on (task, example), resampled within each task
-    pooled: dict[tuple[str, str, str], list[Cell]] = defaultdict(list)
-    for c in cells:
-        if c.task in by_task and not c.is_full and (c.task, c.reader) in full and c.category:
-            pooled[(c.category, c.reader, c.compressor)].append(c)
-    for (category, reader, comp), group in pooled.items():
-        if len(group) < 2:
-            continue
-        arms = [(c.task, items.get((c.task, full[(c.task, c.reader)].config_hash), {}),
-                 items.get((c.task, c.config_hash), {})) for c in group]
-        deltas.append([f"{category} ({len(group)} tasks)", reader, f"{comp} - full",
-                       *(_length_delta(_pooled_pairs(arms, [k])) for k in lengths),
-                       _length_delta(_pooled_pairs(arms, lengths))])
-    header = ["task", "reader", "compressor", *labels]
-    return (header, scores), (["task", "reader", "contrast", *labels, "all lengths"], deltas)
-
-
-def _pooled_pairs(arms: Sequence[tuple[str, Mapping[str, Mapping[str, float]], Mapping[str, Mapping[str, float]]]],
-                  lengths: Sequence[str]) -> PairedDelta:
-    """Compressed minus full over ``(task, full's items by length, the arm's items by length)``, paired on
-    (task, length, example) and stratified by (task, length)."""
-    base, strata = merged_scores([(f"{task}\x1f{k}", full_items.get(k, {})) for task, full_items, _ in arms
-                                  for k in lengths])
-    other, _ = merged_scores([(f"{task}\x1f{k}", arm_items.get(k, {})) for task, _, arm_items in arms for k in lengths])
-    return paired_vs(base, other, strata)
-
-
-def _length_delta(pd: PairedDelta) -> str:
-    if pd.n == 0:
-        return ""
-    return (format_delta(pd) if pd.n >= MIN_PAIRS else f"{pd.delta:+.2f}") + f" (n={format_n(pd.n, pd.clusters)})"
-
-
-def longbench_v2_table(cells: Sequence[Cell], predictions: Sequence) -> Table:
-    """LongBench v2 ``result.py``'s Overall / Easy / Hard / Short / Medium / Long per task and arm, from the item
-    scores (so the compensated metric's 0.25 for no answer counts as in the script)."""
-    from experiments.scoring.longbench_v2 import COLUMNS, results_rows
-
-    wanted = {(c.task, c.config_hash): c for c in cells}
-    groups: dict[str, list[tuple[float, str, str]]] = defaultdict(list)
-    for r in predictions:
-        c = wanted.get((r.task, r.config_hash))
-        meta = r.meta or {}
-        if c is not None and "difficulty" in meta and "length" in meta and "choice_A" in meta:
-            groups[f"{c.task}\x1f{c.reader}\x1f{c.compressor}"].append((float(r.score), meta["difficulty"], meta["length"]))
-    rows = results_rows(groups)
-    return ["task", "reader", "compressor", *COLUMNS, "n"], [
-        [*name.split("\x1f"), *values, str(len(groups[name]))] for name, *values in rows]
+__all__ = ["Table", "breakdown_table", "contrast_table", "csv_text", "cut_mark", "efficiency_table", "length_items",
+           "length_label", "length_tables", "longbench_v2_table", "markdown_cell", "markdown_table",
+           "paired_over_tasks", "position_contrasts", "rows_in_order", "score_table", "task_columns"]

@@ -1,33 +1,35 @@
-"""Write a run's report: scores.json/.csv, report.md, tables/*.csv, plots/*, and curve files for open-domain tasks."""
+"""Write a run's report: scores.json/.csv, report.md, tables/*.csv, plots/*, and curve files for open-domain tasks.
+
+What the report says is computed in ``experiments.report.summary`` (the tables by name, the summary's lines); here
+it becomes files."""
 from __future__ import annotations
 
 import dataclasses
 import json
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from core.errors import UserError
 from core.files import write_atomic
 from core.paths import safe_name
-from experiments.data.records import budget_text
 from experiments.report.cells import Cell, RunData, load_run
-from experiments.report.tables import (
-    Table,
-    breakdown_table,
-    contrast_table,
-    csv_text,
-    efficiency_table,
-    length_items,
-    length_tables,
-    longbench_v2_table,
-    markdown_cell,
-    markdown_table,
-    position_contrasts,
-    score_table,
+from experiments.report.curve import curve_table, write_curve
+from experiments.report.judged import judged_cells, judged_table
+from experiments.report.lengths import length_items, length_label
+from experiments.report.plots import plot_delta_forest, plot_length_buckets, plot_position, plot_score_by_length
+from experiments.report.stats import mean_interval
+from experiments.report.summary import (
+    Analysis,
+    context_length_tables,
+    error_control_statement,
+    report_tables,
+    summary_lines,
 )
+from experiments.report.tables import csv_text, markdown_cell, markdown_table
+from experiments.report.tradeoff.frontier import write_tradeoff_plots
 
 
 def _json_safe(value):
@@ -42,8 +44,6 @@ def _json_safe(value):
 
 
 def write_scores(run_dir: Path, cells: Sequence[Cell]) -> None:
-    from experiments.report.judged import judged_cells
-
     judged: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for j in judged_cells(run_dir):
         judged[(j.task, j.config_hash)].append({"protocol": j.protocol, "against": j.against, "judge": j.judge,
@@ -99,20 +99,6 @@ def _contrast(text: str, labels: Sequence[str]) -> dict[str, str]:
                     f"({', '.join(labels)})")
 
 
-@dataclass
-class Analysis:
-    """What report.md, tables/ and the view show, computed once: the tables by name (in order), the notes on
-    planned contrasts not computed, the curve's rows and each curve's saturation, and the non-inferiority tests
-    (``tradeoff.noninferiority_rows``) that the summary counts."""
-
-    tables: dict[str, Table]
-    contrast_notes: list[str]
-    curve: list[Any]
-    saturation: dict[tuple[str, str], Any]
-    noninferiority: list[dict[str, Any]]
-    margin: float
-
-
 def write_report(run: str | Path | RunData, *, plots: bool = True) -> tuple[str, list[Path]]:
     """Write scores.json/.csv, report.md, tables/*.csv and plots/*; return the markdown and the plot paths.
 
@@ -126,51 +112,14 @@ def write_report(run: str | Path | RunData, *, plots: bool = True) -> tuple[str,
     for name, (header, body) in analysis.tables.items():
         if body:
             write_atomic(run_dir / "tables" / f"{name}.csv", csv_text(header, body))
-    from experiments.report.curve import write_curve
-
     curve_paths = write_curve(analysis.curve, analysis.saturation, run_dir, plots=plots) if analysis.curve else []
     plot_paths = _write_plots(run_dir, cells, data) if plots else []
     if plots:
-        from experiments.report.curve import write_tradeoff_plots
-
         plot_paths += write_tradeoff_plots(data, run_dir / "plots")
     plot_paths += [p for p in curve_paths if p.suffix in (".png", ".svg")]
     md = render_markdown(data, analysis, plot_paths)
     write_atomic(run_dir / "report.md", md)
     return md, plot_paths
-
-
-def report_tables(data: RunData) -> Analysis:
-    """The tables of report.md (by name, in order) and what its summary reads: one computation shared by the
-    report and the view."""
-    cells = data.cells
-    contrasts, contrast_notes = contrast_table(cells, data.items(), data.manifest.get("contrasts") or [])
-    tables = {
-        "scores": score_table(cells, data.items()),
-        "contrasts": contrasts,
-        "efficiency": efficiency_table(cells),
-        "length_buckets": breakdown_table(cells, "buckets"),
-        "positions": breakdown_table(cells, "by_position"),
-        "position_contrasts": position_contrasts(cells, data.items()),
-    }
-    tables.update(context_length_tables(data))
-    from experiments.report.curve import curve_contrasts, curve_rows, run_margin, saturation, tradeoff_analysis
-
-    curve = curve_rows(data)
-    sat = saturation(data) if curve else {}
-    if curve:
-        tables["curve_contrasts"] = curve_contrasts(data, sat)
-    tradeoff, noninferiority = tradeoff_analysis(data)
-    tables.update(tradeoff)
-    return Analysis(tables, contrast_notes, curve, sat, noninferiority, run_margin(data))
-
-
-def context_length_tables(data: RunData) -> dict[str, Table]:
-    """The score-by-length tables (with intervals, and deltas vs full paired by length) and LongBench v2's
-    result.py table, when the run has tasks they apply to."""
-    scores, deltas = length_tables(data.cells, data.predictions)
-    return {"score_by_length": scores, "length_deltas": deltas,
-            "longbench_v2": longbench_v2_table(data.cells, data.predictions)}
 
 
 TITLES = {
@@ -236,113 +185,23 @@ SCORES_NOTE = (
     "Scores are 100 x the task's metric (named in each column; LongBench rounding). In parentheses: the "
     "difference to the full-context row of the same reader, paired over the examples both scored, with its "
     "95% interval (the exact test for independent 0/1 scores, the betting test over documents otherwise: valid "
-    "at any n, docs/metrics.md); `*` marks an interval that excludes 0 (never under 6 documents); "
-    "`[reader cut N%]`: the "
-    "reader's own window cut N% of the cell's prompts. Averages over tasks "
-    "are paired on (task, example); an arm that ran on fewer tasks than the full-context row averages its own "
-    "tasks (said in the cell), and its delta is paired on those tasks. n per cell, p-values (of the same test) and "
-    "the intervals are in `scores.csv`. Each cell averages the lines of `predictions.jsonl` with its `task` and "
-    "`config_hash` (see the efficiency table for the hash of each row).")
+    "at any n, docs/metrics.md); `*` marks an interval that excludes 0 (never under 6 documents); below 5 pairs "
+    "the paired difference and its n, without an interval. `[reader cut N%]`: the reader's own window cut N% of "
+    "the cell's prompts. Averages over tasks are paired on (task, example); an average that has no score on a "
+    "task of its columns (every example failed, or the arm did not run it) averages the tasks it has and names "
+    "the ones it leaves out, and its delta is paired on those tasks. The last column is n: the examples of each "
+    "task, in column order where the tasks differ, with the documents they come from where examples share one "
+    "(`12 (4 docs)`). P-values (of the same test) and the intervals are in `scores.csv`. Each cell averages the "
+    "lines of `predictions.jsonl` with its `task` and `config_hash` (see the efficiency table for the hash of each "
+    "row).")
 # a run without a full-context arm (a curve: every row is a k of top_k) has no row to be paired against
 SCORES_NOTE_NO_FULL = (
     "Scores are 100 x the task's metric (named in each column; LongBench rounding). The run has no full-context "
     "arm, so no row is compared with one here (a curve compares each k with the larger ks, below). `[reader cut "
-    "N%]`: the reader's own window cut N% of the cell's prompts. n per cell and the intervals are in "
+    "N%]`: the reader's own window cut N% of the cell's prompts. The last column is n: the examples of each task, "
+    "with the documents they come from where examples share one (`12 (4 docs)`). The intervals are in "
     "`scores.csv`. Each cell averages the lines of `predictions.jsonl` with its `task` and `config_hash` (see the "
     "efficiency table for the hash of each row).")
-MAX_NAMED = 6  # a summary line names at most this many rows, then says how many more
-
-
-def _named(items: Sequence[str]) -> str:
-    shown = ", ".join(items[:MAX_NAMED])
-    return shown + (f" and {len(items) - MAX_NAMED} more" if len(items) > MAX_NAMED else "")
-
-
-def error_control_statement(analysis: Analysis) -> str:
-    """The sentence of the summary that says which error each verdict controls, over which family, and how many
-    verdicts survive the family's adjustment (docs/metrics.md, "How much can go")."""
-    from experiments.report.stats import ALPHA, NOT_WORSE
-
-    text = ("Each interval is a 95% interval over documents (examples that share one move together) and each "
-            f"verdict a one-sided test at α = {ALPHA:g} of its own cell, so a grid of many cells holds false verdicts "
-            "at that rate per cell")
-    rows = analysis.noninferiority
-    tested = [r for r in rows if r["p"] == r["p"]]
-    if tested:
-        survive = sum(1 for r in tested if r["verdict"] == NOT_WORSE and r["p_holm"] <= ALPHA)
-        shown = sum(1 for r in tested if r["verdict"] == NOT_WORSE)
-        text += (f"; over the family of all {len(tested)} non-inferiority tests, Holm's adjustment controls the "
-                 f"family-wise error at {ALPHA:g}: {survive} of the {shown} 'not worse' verdicts survive it")
-    sequential = analysis.tables.get("sequential", ([], []))[1]
-    if sequential:
-        text += ("; a sequential run's decisions keep α per cell across its repeated looks (anytime-valid betting)")
-    if analysis.curve and not rows:  # a curve has ks, not budgets
-        return text + ("; the walk down from a curve's largest k controls the family-wise error over its ks (each "
-                       "k against every larger k, the fixed-sequence procedure).")
-    return text + ("; the smallest non-inferior budget controls the family-wise error over each compressor's "
-                   "budgets (the fixed-sequence procedure).")
-
-
-def summary_lines(data: RunData, analysis: Analysis) -> list[tuple[str, str]]:
-    """The opening of report.md (and of the view): what ran, what to distrust first, and what was decided, as
-    (topic, plain text) lines."""
-    from experiments.report.stats import NOT_WORSE, WORSE
-    from experiments.report.truncation import truncation_warnings
-
-    cells = data.cells
-    readers, tasks = list(dict.fromkeys(c.reader for c in cells)), list(dict.fromkeys(c.task for c in cells))
-    arms = list(dict.fromkeys(c.compressor for c in cells))
-    ns = [c.n for c in cells if c.n]
-    given = data.manifest.get("given", {})
-    margin = f"margin {analysis.margin:g} points"
-    from_cli = (f" (given to `ctxcomp report`; the config says {given['margin'][1]:g})"
-                if given.get("margin") and given["margin"][1] is not None else "")
-    lines = [("Run", f"{len(tasks)} task(s) x {len(arms)} arm(s) x {len(readers)} reader(s); n = "
-                     f"{min(ns, default=0)}-{max(ns, default=0)} examples per cell; {margin}{from_cli}.")]
-    failed = sum(c.n_failed for c in cells)
-    if failed:
-        lines.append(("Failed", f"{failed} example(s) failed and are excluded from the scores (`failures.jsonl`; "
-                                "`ctxcomp run --resume` retries them)."))
-    lines += [("Warning", f"{w}.") for w in truncation_warnings(data.predictions)]
-    compressed = [c for c in cells if not c.is_full and c.paired is not None]
-    sequential = analysis.tables.get("sequential", ([], []))[1]
-    if compressed and not sequential:  # a sequential run's headline is its decisions (below), not a re-test
-        better = [f"{c.compressor} on {c.task} ({c.delta_paired:+.2f})" for c in compressed if c.paired.lo > 0]
-        worse = [f"{c.compressor} on {c.task} ({c.delta_paired:+.2f})" for c in compressed if c.paired.hi < 0]
-        lines.append(("Against full context", f"the paired 95% interval excludes 0 in {len(better) + len(worse)} of "
-                      f"{len(compressed)} compressed cells: better in {len(better)}, worse in {len(worse)}"
-                      + (f"; better: {_named(better)}" if better else "") + (f"; worse: {_named(worse)}" if worse else "")
-                      + "."))
-    if sequential:
-        decisions = [row[-1] for row in sequential]
-        decided = {d: decisions.count(d) for d in ("not worse", "worse")}
-        lines.append(("Decided as the run grew", f"{decided['not worse']} not worse than full, {decided['worse']} "
-                      f"worse, {len(decisions) - sum(decided.values())} not decided of {len(decisions)} cells, by "
-                      "the sequential rule (anytime-valid betting over the looks): these are the run's verdicts. The tests "
-                      "under 'How much can go' re-test the last look's data as if it were looked at once, which "
-                      "after repeated looks controls no error rate: in this run they are descriptive."))
-    if analysis.noninferiority:
-        verdicts = [r["verdict"] for r in analysis.noninferiority]
-        kept = [" ".join(filter(None, [r["arm"].line, budget_text(r["arm"].budget), "on", r["arm"].cell.task]))
-                for r in analysis.noninferiority if r["verdict"] == NOT_WORSE]
-        undecided = len(verdicts) - verdicts.count(NOT_WORSE) - verdicts.count(WORSE)
-        lines.append(("How much can go", f"{margin}: {verdicts.count(NOT_WORSE)} not worse than full, "
-                      f"{verdicts.count(WORSE)} worse, {undecided} undecided (cannot tell at this n, too few "
-                      f"documents, or a floor or ceiling) of {len(verdicts)} tests"
-                      + (f"; not worse: {_named(kept)}" if kept else "") + "."))
-    contrasts = analysis.tables.get("contrasts", ([], []))[1]
-    if contrasts:
-        resolved = [f"{row[1]} ({row[0]})" for row in contrasts if any(cell.endswith("*") for cell in row[2:])]
-        lines.append(("Planned contrasts", f"{len(resolved)} of {len(contrasts)} resolve (an interval excludes 0)"
-                      + (f": {_named(resolved)}" if resolved else "") + "."))
-    for s in analysis.saturation.values():
-        vs = s.test
-        lines.append((f"Saturation ({s.task}, {s.reader})",
-                      f"k = {s.text} (largest k = {s.reference_k}, best k = {s.best_k}"
-                      + (f"; k = {s.k} minus largest: {vs.delta:+.2f} [{vs.lo:+.2f}, {vs.hi:+.2f}]" if vs else "")
-                      + f"; {s.ladder})."))
-    lines.append(("Error control", error_control_statement(analysis)))
-    return lines
 
 
 def render_markdown(data: RunData, analysis: Analysis, plot_paths: Sequence[Path]) -> str:
@@ -360,8 +219,6 @@ def render_markdown(data: RunData, analysis: Analysis, plot_paths: Sequence[Path
             parts += ["", f"## {TITLES[name]}"] + ([""] + [note] if note and body else [])
             parts += ["", markdown_table(header, body)] if body else []
             parts += [""] + [f"- not computed: {markdown_cell(n)}" for n in notes] if notes else []
-    from experiments.report.judged import judged_cells, judged_table
-
     judged = judged_cells(run_dir)
     if judged:
         parts += ["", "## Judged evaluation", "",
@@ -369,8 +226,6 @@ def render_markdown(data: RunData, analysis: Analysis, plot_paths: Sequence[Path
                   "intervals over examples; failed judgements (unparseable verdicts, judge errors) are counted and "
                   "left out. See `judgements.jsonl`.", "", markdown_table(*judged_table(judged))]
     if curve:
-        from experiments.report.curve import curve_table
-
         parts += ["", "## Open-domain curve: retriever recall@k and reader accuracy@k", "", CURVE_NOTE, "",
                   markdown_table(*curve_table(curve, analysis.saturation))]
         if tables.get("curve_contrasts", ([], []))[1]:
@@ -386,10 +241,6 @@ def render_markdown(data: RunData, analysis: Analysis, plot_paths: Sequence[Path
 
 def _plot_lengths(out: Path, data: RunData, items: Mapping[tuple[str, str], Mapping[str, Mapping[str, float]]]) -> list[Path]:
     """plots/score_by_length.png: the score-by-length table's numbers as lines with interval bars."""
-    from experiments.report import plots
-    from experiments.report.stats import mean_interval
-    from experiments.report.tables import length_label
-
     series: dict[str, dict[str, dict[str, tuple]]] = defaultdict(lambda: defaultdict(dict))
     for c in data.cells:
         buckets = items.get((c.task, c.config_hash), {})
@@ -399,12 +250,10 @@ def _plot_lengths(out: Path, data: RunData, items: Mapping[tuple[str, str], Mapp
         stats = [mean_interval(list(buckets[k].values())) for k in keys]
         series[c.reader][c.task][c.compressor] = ([length_label(k) for k in keys], [s.mean for s in stats],
                                                   [s.lo for s in stats], [s.hi for s in stats])
-    return plots.plot_score_by_length(series, out / "score_by_length.png") if series else []
+    return plot_score_by_length(series, out / "score_by_length.png") if series else []
 
 
 def _write_plots(run_dir: Path, cells: Sequence[Cell], data: RunData | None = None) -> list[Path]:
-    from experiments.report import plots
-
     out = run_dir / "plots"
     out.mkdir(exist_ok=True)
     paths: list[Path] = []
@@ -416,7 +265,7 @@ def _write_plots(run_dir: Path, cells: Sequence[Cell], data: RunData | None = No
             if c.delta_ci95 is not None:
                 intervals[c.reader][c.compressor][c.task] = (c.delta_ci95[0], c.delta_ci95[1])
     if deltas:
-        paths += plots.plot_delta_forest(deltas, out / "delta_vs_full.png", intervals)
+        paths += plot_delta_forest(deltas, out / "delta_vs_full.png", intervals)
     items = length_items(data.cells, data.predictions) if data is not None else {}
     paths += _plot_lengths(out, data, items) if data is not None else []
     # tasks with lengths of their own (RULER, LongBench v2) are drawn above with intervals; the rest by bucket
@@ -424,7 +273,7 @@ def _write_plots(run_dir: Path, cells: Sequence[Cell], data: RunData | None = No
     buckets = {f"{c.reader} | {c.compressor} | {c.task}": c.buckets for c in cells
                if len(c.buckets) > 1 and c.task not in own_lengths}
     if buckets:
-        paths += plots.plot_length_buckets(buckets, out / "length_buckets.png")
+        paths += plot_length_buckets(buckets, out / "length_buckets.png")
     for task in dict.fromkeys(c.task for c in cells):
         series = {f"{c.reader} | {c.compressor}": c for c in cells if c.task == task and c.by_position}
         numeric = {
@@ -436,7 +285,12 @@ def _write_plots(run_dir: Path, cells: Sequence[Cell], data: RunData | None = No
             oracle = {label: c.by_position["oracle"] / 100 for label, c in series.items() if "oracle" in c.by_position}
             cis = {label: {int(k): (lo / 100, hi / 100) for k, (lo, hi) in c.by_position_ci.items() if k.lstrip("-").isdigit()}
                    for label, c in series.items()}
-            paths += plots.plot_position(numeric, out / f"position_{safe_name(task)}.png", closed_book=closed or None,
+            paths += plot_position(numeric, out / f"position_{safe_name(task)}.png", closed_book=closed or None,
                                          oracle=oracle or None, intervals=cis,
                                          title=f"{task}: accuracy by gold (or key) position")
     return [Path(p) for p in paths]
+
+
+__all__ = ["CURVE_NOTE", "NOTES", "SCORES_NOTE", "SCORES_NOTE_NO_FULL", "TITLES", "Analysis", "context_length_tables",
+           "error_control_statement", "render_markdown", "report_tables", "summary_lines", "with_analysis",
+           "write_report", "write_scores"]

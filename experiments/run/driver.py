@@ -31,7 +31,7 @@ from core.paths import cache_root
 from core.progress import progress_bar, reporting_progress
 from experiments.data.catalog import catalog, local_file
 from experiments.data.provenance import add_session, append_cache_keys, end_session, session_record
-from experiments.data.records import RecordKey
+from experiments.data.records import NOT_FIXED_BY_RESUME, RecordKey
 from experiments.data.store import CONFIG, GRID, LOCK, RunDir
 from experiments.run.config import ANALYSIS_ONLY, RunConfig, dump_config, load_config
 from experiments.run.executors import Executor, LocalExecutor
@@ -51,10 +51,6 @@ from readers.registry import make_reader
 
 class RunDirError(UserError):
     """The run directory is missing, holds another config's run, or another process writes it."""
-
-
-# failure kinds (the exception's name, as ``failures.jsonl`` gives it first) that fail again on every resume
-NOT_FIXED_BY_RESUME = ("CompressionError", "RequestRejected")
 
 
 @dataclass
@@ -246,8 +242,7 @@ class Runner:
         self.files.predictions.extend(result.predictions)
         self.files.failures.extend(result.failures)
         for failure in result.failures:
-            kind = failure.reason.split(":", 1)[0][:80]
-            self.stats.failures_by_reason[kind] = self.stats.failures_by_reason.get(kind, 0) + 1
+            self.stats.failures_by_reason[failure.kind] = self.stats.failures_by_reason.get(failure.kind, 0) + 1
         self.stats.predicted += len(result.predictions)
         self.stats.failed += len(result.failures)
         self.stats.model_calls += result.model_calls

@@ -224,7 +224,7 @@ def failures_by_reason(side: RunSide) -> list[dict[str, Any]]:
     ``stats.json`` counts them), most first, each with one full reason as an example."""
     groups: dict[tuple[str, str], list[Failure]] = defaultdict(list)
     for f in side.unresolved_failures():
-        groups[(f.stage, f.reason.split(":", 1)[0][:80])].append(f)
+        groups[(f.stage, f.kind)].append(f)
     out = [{"stage": stage, "reason": kind, "count": len(fs), "example": fs[0].reason,
             "cells": sorted({c for c in (side.cell_index.get((f.task, f.config_hash)) for f in fs) if c is not None})}
            for (stage, kind), fs in groups.items()]

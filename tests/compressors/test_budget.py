@@ -121,7 +121,15 @@ def test_retrieval_keeps_ranked_chunks_while_they_fit_and_top_n_caps_them_only_w
     capped = make_compressor({"name": "retrieval", "params": {"retriever": "bm25", "chunker": "words", "chunk_size": 3,
                                                               "top_n": 2}})
     assert len(capped.compress(make_item(context, "a"), 15).kept_chunks) == 2
-    assert comp.line_label == "retrieval(bm25, 3x*, order=score)" and capped.line_label.endswith("3x2, order=score)")
+    assert comp.line_label == "retrieval(bm25, 3x any, order=score)" and capped.line_label.endswith("3x2, order=score)")
+
+
+def test_a_label_says_any_number_of_chunks_in_words_never_with_the_significance_star():
+    """``100x*`` read as a significant result in a report whose ``*`` marks an interval that excludes 0."""
+    params = {"retriever": "bm25", "chunker": "words", "chunk_size": 100, "token_budget": 512, "order": "document"}
+    comp = make_compressor({"name": "retrieval", "params": params})
+    assert comp.label == "retrieval(bm25, 100x any, <=512 tokens, order=document)"
+    assert "*" not in comp.label + comp.line_label
 
 
 def test_summarize_gives_each_summary_an_equal_share_and_flags_a_cut(make_item):

@@ -58,8 +58,8 @@ def test_score_by_length_names_every_arm_in_full(tmp_path):
     """Two budgets of one retriever differ only at the end of their names, and an arm drawn only in a later
     panel still needs its legend entry."""
     line = (["2k", "4k"], [50.0, 40.0], [30.0, 20.0], [70.0, 60.0])
-    long_a = "retrieval(minilm, 64x*, <=256 tokens, order=document)"
-    long_b = "retrieval(minilm, 64x*, <=512 tokens, order=document)"
+    long_a = "retrieval(minilm, 64x any, <=256 tokens, order=document)"
+    long_b = "retrieval(minilm, 64x any, <=512 tokens, order=document)"
     series = {"smollm2": {"ruler_niah_single": {"full": line, long_a: line},
                           "ruler_vt": {"full": line, long_b: line, "summarize(query-focused)": line}}}
     svg = _check(plot_score_by_length(series, tmp_path / "sbl.png"), tmp_path, "sbl")

@@ -118,9 +118,9 @@ def test_table_layout_rows_reader_x_compressor_columns_tasks_with_averages():
              rec("hotpotqa", "a", "retrieval", "R", 0.0), rec("gov_report", "a", "retrieval", "R", 0.5)]
     header, body = score_table(compute_cells(preds))
     assert header[:4] == ["reader", "compressor", "hotpotqa (qa_f1)", "gov_report (qa_f1)"]  # first seen, metric named
-    assert header[-1] == "avg"
-    assert body[0][:2] == ["r", "full"] and body[0][-1] == "75.00"
-    assert body[1][:2] == ["r", "retrieval"] and body[1][-1] == "25.00 (-50.00)"
+    assert header[-2:] == ["avg", "n (per task)"]
+    assert body[0][:2] == ["r", "full"] and body[0][-2:] == ["75.00", "1"]
+    assert body[1][:2] == ["r", "retrieval"] and body[1][-2] == "25.00 (-50.00)"
     assert body[1][2] == "0.00 (-100.00, n=1)"
 
 
@@ -187,7 +187,8 @@ def test_an_average_over_fewer_tasks_counts_only_tasks_that_were_scored():
     fails = [failure("t2", "a", "summ", "S")]
     header, body = score_table(compute_cells(preds, fails))
     row = next(r for r in body if r[1] == "summ")
-    assert row[-1].endswith("(over 1 task)") and row[header.index("t2 (qa_f1)")] == "—"
+    assert row[header.index("avg")].endswith("(over 1 task; no score on t2, t3)")
+    assert row[header.index("t2 (qa_f1)")] == "—"
 
 
 def test_planned_contrasts_pair_two_compressed_rows_per_task_and_over_tasks():

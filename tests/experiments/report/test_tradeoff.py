@@ -23,7 +23,7 @@ from experiments.report.stats import (
     noninferiority_test,
     paired_delta,
 )
-from experiments.report.tradeoff import arms, break_even_table, noninferiority_rows, order_table
+from experiments.report.tradeoff import arms, break_even_table, cost_table, noninferiority_rows, order_table
 from experiments.report.write import write_report
 
 BUDGETS = (256, 512, 1024)
@@ -95,6 +95,41 @@ def test_break_even_with_too_few_pairs_says_it_cannot_tell_not_that_compressing_
     assert row[header.index("end-to-end ms/example vs full, per budget")] == "-1244; -488; +1024"
     assert row[header.index("break-even (time)")] == "cannot tell at this n (not shown cheaper at 256)"
     assert row[header.index("break-even (model tokens)")] == "256 (cheaper up to it; not at 512)"  # means: no n
+
+
+def test_below_min_pairs_the_cost_table_gives_no_interval_beside_a_break_even_that_cannot_tell(tmp_path):
+    """Three pairs: the break-even cannot tell, so the cost table beside it gives each difference and its n, not
+    a bootstrap interval of three pairs that excludes 0 (as it did)."""
+    preds, points = scripted_run(tmp_path, n=3)
+    all_arms = arms(write_run(tmp_path / "run", preds, points))
+    header, body = cost_table(all_arms)
+    assert [row[-1] for row in body] == ["", "-1244.00 (n=3)", "-488.00 (n=3)", "+1024.00 (n=3)"]
+    header, body = break_even_table(all_arms)
+    assert body[0][header.index("break-even (time)")] == "cannot tell at this n (not shown cheaper at 256)"
+
+
+def test_a_budget_whose_interval_excludes_0_within_the_timings_resolution_is_said_so_not_cannot_tell(tmp_path):
+    """3 ms more per example at every pair: the interval excludes 0 but lies within 10 ms, what a run's timing
+    resolves; the break-even said "cannot tell" beside it."""
+    preds = [pred("qa", f"q{i}", "F", "full", "full", 1.0, latency_s=2.0 + 0.01 * i) for i in range(8)]
+    points = [point("F", "full")]
+    for line, kind, seconds in (("truncate(middle)", "truncate", (0.0, 2.003)), ("summarize(x)", "summarize", (2.003, 3.0))):
+        for b, latency in zip((256, 512), seconds):
+            h = f"{kind}{b}"
+            points.append(point(h, kind, b))
+            preds += [pred("qa", f"q{i}", h, budget_row_label(line, {"tokens": b}), kind, 1.0, budget=b,
+                           latency_s=latency + 0.01 * i) for i in range(8)]
+    all_arms = arms(write_run(tmp_path / "run", preds, points))
+    header, body = cost_table(all_arms)
+    vs = {(row[2], row[3]): row[-1] for row in body}
+    assert vs[("truncate(middle)", "512")] == "+3.00 [+3.00, +3.00]"  # excludes 0
+    header, body = break_even_table(all_arms)
+    by_line = {row[2]: row[header.index("break-even (time)")] for row in body}
+    assert by_line == {
+        "truncate(middle)": "256 (cheaper up to it; at 512 within 10 ms per example of full, below what the run's "
+                            "timing resolves)",
+        "summarize(x)": "not shown cheaper at 256: within 10 ms per example of full, below what the run's timing "
+                        "resolves"}
 
 
 @pytest.mark.parametrize("arm_kind, expected", [("same", NOT_WORSE), ("worse", WORSE), ("noisy", CANNOT_TELL)])
@@ -210,7 +245,7 @@ def test_the_pareto_frontier_and_the_picture(tmp_path):
     # a retrieval line that scores 0 everywhere: dominated by every summarize point
     for b in BUDGETS:
         points.append(point(f"R{b}", "retrieval", b, retriever="minilm", order="document"))
-        preds += [pred("qa", f"q{i}", f"R{b}", budget_row_label("retrieval(minilm, 100x*, order=document)",
+        preds += [pred("qa", f"q{i}", f"R{b}", budget_row_label("retrieval(minilm, 100x any, order=document)",
                                                                  {"tokens": b}), "retrieval", 0.0, budget=b, tout=b - 1)
                   for i in range(8)]
     data = write_run(tmp_path / "run", preds, points)
@@ -230,7 +265,7 @@ def test_document_order_against_score_order_at_equal_budgets(tmp_path):
         for b in (256, 512):
             h = f"{order}{b}"
             points.append(point(h, "retrieval", b, retriever="bm25", chunk_size=100, order=order))
-            label = budget_row_label(f"retrieval(bm25, 100x*, order={order})", {"tokens": b})
+            label = budget_row_label(f"retrieval(bm25, 100x any, order={order})", {"tokens": b})
             preds += [pred("qa", f"q{i}", h, label, "retrieval", score if i < 5 else 0.5, budget=b, tout=b - 3,
                            kept=("a", "b")) for i in range(6)]
     data = write_run(tmp_path / "run", preds, points)
