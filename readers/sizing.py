@@ -12,6 +12,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -143,6 +144,10 @@ class DryRunReader(Reader):
         raise RuntimeError("a dry run calls no model")  # a compressor that did is a bug of the dry run
 
 
+_SAFE_CUT = re.compile(r"(?<=[^\W\d_]) (?=[^\W\d_])")  # a space between two letters
+_SPLICE_INSET = 200  # characters inside each end of a spliced span
+
+
 class CountingTokenizer:
     """A reader's tokenizer that counts each distinct text once: contexts and chunks recur across grid points,
     and the compressors built here count with it too.  ``encode`` gives ids whose length is known at once and
@@ -156,6 +161,7 @@ class CountingTokenizer:
         self.counts: dict[str, int] = {}
         self.kept: dict[str, list[int]] = {}  # the contexts' ids (a truncation reads them at every budget)
         self.recent: dict[str, list[int]] = {}  # the ids last made, a few texts
+        self.splices_ok, self.checked = True, 0  # see ``splice``
 
     def encode(self, text: str) -> Sequence[int]:
         if text not in self.counts and not self.words:
@@ -181,6 +187,39 @@ class CountingTokenizer:
         if n is None:
             n = self.counts[text] = count_pieces(text) if self.words else len(self.ids(text))
         return n
+
+    def splice(self, text: str, part: str) -> bool:
+        """Count ``text`` from the count of ``part``, a long span it holds once (a prompt and the whole context
+        in it), encoding only its two ends: the prompt of a whole context is otherwise tokenized twice, which
+        was the largest share of a dry run.
+
+        Exact where the tokenizer never merges across a space between two letters (byte-level BPE, the
+        GPT-2 and Llama 3 pre-tokenizers, SentencePiece's metaspace): the span is cut at such a space a
+        little inside each end, and count(text) = count(head + start) + count(part) - count(start) - count(end)
+        + count(end + tail).  The first two splices of each tokenizer are checked against the whole count;
+        if either differs, splicing is off for that tokenizer and every text is counted whole."""
+        if self.words or not self.splices_ok or part not in self.counts or len(part) < 4 * _SPLICE_INSET:
+            return False
+        at = text.find(part)
+        if at < 0 or text.find(part, at + 1) >= 0:
+            return False
+        first = _SAFE_CUT.search(part, _SPLICE_INSET)
+        last = None
+        for last in _SAFE_CUT.finditer(part, len(part) - 2 * _SPLICE_INSET, len(part) - _SPLICE_INSET):
+            pass
+        if first is None or last is None or first.start() >= last.start():
+            return False
+        start, end = part[: first.start()], part[last.start():]
+        pieces = [text[:at] + start, start, end, end + text[at + len(part):]]
+        self.count_all(pieces)
+        total = self(pieces[0]) + self.counts[part] - self(pieces[1]) - self(pieces[2]) + self(pieces[3])
+        if self.checked < 2:
+            self.checked += 1
+            if total != len(self.tokenizer.encode(text)):
+                self.splices_ok = False
+                return False
+        self.counts[text] = total
+        return True
 
     def count_all(self, texts: Iterable[str], *, keep: bool = False) -> None:
         """Count every text not counted yet, in one batch where the tokenizer takes one; ``keep`` their ids."""

@@ -17,9 +17,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from core.errors import UserError
+from core.files import load_yaml
 from core.paths import cache_root
 
 CATALOG = Path(__file__).with_name("catalog.yaml")
@@ -64,7 +63,7 @@ def data_dir() -> Path:
 
 @functools.lru_cache(maxsize=None)
 def _load(path: Path) -> dict[str, DataFile]:
-    raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    raw = load_yaml(path.read_text(encoding="utf-8")) or {}
     files = raw.get("files")
     if not isinstance(files, dict) or not files:
         raise ValueError(f"{path}: `files` must map data names to entries")

@@ -194,6 +194,8 @@ def _estimate(point: GridPoint, task: TaskConfig, sizing: ReaderSizing, count: C
                 made.append((ex, _request(spec, whole.compress(ex), ex, options), bound - context))
         except ExampleFailure:
             row.refused += 1
+    for ex, request, _ in made:  # a prompt holding the whole context: counted from the context's count
+        count.splice(request.prompt, ex.context)
     count.count_all(request.prompt for _, request, _ in made)
     for ex, request, extra in made:
         tokens, window = count(request.prompt) + extra, _prompt_window(sizing, request, count)

@@ -34,6 +34,7 @@ from typing import Mapping
 import yaml
 
 from core.errors import UnknownComponentError, UserError
+from core.files import load_yaml
 from core.registry import Registry
 from experiments.data.loaders import FAMILIES
 
@@ -91,7 +92,7 @@ class TaskSpec:
         """A task from one YAML file: ``name, family, category, lang, metric, max_new_tokens, prompt`` (+ optional fields)."""
         path = Path(path)
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+            data = load_yaml(path.read_text(encoding="utf-8"))
         except (OSError, yaml.YAMLError) as err:
             raise UserError(f"cannot read task file {path}: {err}") from None
         if not isinstance(data, dict):
@@ -120,7 +121,7 @@ def _load_longbench() -> None:
     prompts = json.loads(_data("longbench", "dataset2prompt.json"))
     maxlen = json.loads(_data("longbench", "dataset2maxlen.json"))
     fixes = json.loads(_data("longbench", "prompt_fixes.json"))
-    for name, info in yaml.safe_load(_data("longbench", "tasks.yaml"))["tasks"].items():
+    for name, info in load_yaml(_data("longbench", "tasks.yaml"))["tasks"].items():
         TASKS.add(name, TaskSpec(
             name=name, family="longbench", category=info["category"], lang=info["lang"], metric=info["metric"],
             max_new_tokens=maxlen[name], prompt=prompts[name], first_line_only=info.get("first_line_only", False),
@@ -130,7 +131,7 @@ def _load_longbench() -> None:
 
 
 def _load_leval() -> None:
-    data = yaml.safe_load(_data("leval", "tasks.yaml"))
+    data = load_yaml(_data("leval", "tasks.yaml"))
     for name, info in data["tasks"].items():
         TASKS.add(f"leval_{name}", TaskSpec(
             name=f"leval_{name}", family="leval", category=info["category"], lang="en", metric=info["metric"],
@@ -141,7 +142,7 @@ def _load_leval() -> None:
 
 
 def _load_litm() -> None:
-    for name, info in yaml.safe_load(_data("litm", "tasks.yaml"))["tasks"].items():
+    for name, info in load_yaml(_data("litm", "tasks.yaml"))["tasks"].items():
         prompts = {variant: _data("litm", file) for variant, file in info["prompts"].items()}
         TASKS.add(name, TaskSpec(
             name=name, family="litm_kv" if name == "kv_retrieval" else "litm_qa", category=info["category"],
@@ -151,12 +152,12 @@ def _load_litm() -> None:
 
 
 def _load_m4le() -> None:
-    for name, info in yaml.safe_load(_data("m4le", "tasks.yaml"))["tasks"].items():
+    for name, info in load_yaml(_data("m4le", "tasks.yaml"))["tasks"].items():
         TASKS.add(name, TaskSpec(name=name, family="m4le", lang="en", source="experiments/tasks/m4le", **info))
 
 
 def _load_longbench_v2() -> None:
-    for name, info in yaml.safe_load(_data("longbench_v2", "tasks.yaml"))["tasks"].items():
+    for name, info in load_yaml(_data("longbench_v2", "tasks.yaml"))["tasks"].items():
         prompts = {variant: _data("longbench_v2", file) for variant, file in info["prompts"].items()}
         TASKS.add(name, TaskSpec(
             name=name, family="longbench_v2", category=info["category"], lang="en", metric=info["metric"],
@@ -167,7 +168,7 @@ def _load_longbench_v2() -> None:
 
 
 def _load_infinitebench() -> None:
-    data = yaml.safe_load(_data("infinitebench", "tasks.yaml"))
+    data = load_yaml(_data("infinitebench", "tasks.yaml"))
     for name, info in data["tasks"].items():
         TASKS.add(name, TaskSpec(
             name=name, family="infinitebench", category=info["category"], lang=info["lang"], metric=info["metric"],
@@ -177,7 +178,7 @@ def _load_infinitebench() -> None:
 
 
 def _load_helmet() -> None:
-    data = yaml.safe_load(_data("helmet", "tasks.yaml"))
+    data = load_yaml(_data("helmet", "tasks.yaml"))
     for name, info in data["tasks"].items():
         rag = info["kind"] == "rag"
         TASKS.add(name, TaskSpec(
@@ -189,7 +190,7 @@ def _load_helmet() -> None:
 
 
 def _load_ruler() -> None:
-    data = yaml.safe_load(_data("ruler", "tasks.yaml"))
+    data = load_yaml(_data("ruler", "tasks.yaml"))
     for name, info in data["tasks"].items():
         kind = info["kind"]
         TASKS.add(name, TaskSpec(
