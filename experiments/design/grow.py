@@ -368,7 +368,9 @@ def save_state(run_dir: Path, state: dict[str, Any]) -> None:
 
 def summary(state: dict[str, Any]) -> dict[str, Any]:
     """Counts of decisions and the mean look at which cells were decided, for the end-of-run line."""
-    decisions = [c["decision"] or "open" for c in state["cells"].values()]
+    futile = FUTILE.split("{")[0]  # one count for every futility stop, whatever its reason
+    decisions = ["stopped for futility" if (c["decision"] or "").startswith(futile) else c["decision"] or "open"
+                 for c in state["cells"].values()]
     looks = [c["look"] for c in state["cells"].values() if c["look"]]
     return {"cells": len(decisions), **{d: decisions.count(d) for d in sorted(set(decisions))},
             "mean look": round(statistics.fmean(looks), 2) if looks else None, "looks": len(state["looks"]),

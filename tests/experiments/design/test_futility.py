@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from experiments.design.grow import Limits, grow, largest_documents
+from experiments.design.grow import Limits, grow, largest_documents, summary
 from experiments.design.sequential import FUTILE, decide_in_looks, futility, look
 from experiments.run.config import parse_config
 
@@ -105,3 +105,4 @@ def test_a_grown_run_stops_feeding_a_futile_cell(tmp_path, monkeypatch):
         pytest.skip(f"the synthetic cell ended {cell['decision']!r} before futility could be asked")
     assert cell["decision"] == "cannot tell: stopped for futility at 6 documents (stand-in reason)"
     assert cell["look"] == 1 and len(out.state["looks"]) == 1
+    assert summary(out.state)["stopped for futility"] == 1  # the end-of-run line counts it under one name
