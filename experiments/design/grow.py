@@ -8,7 +8,8 @@ anytime-valid betting rule of ``experiments.design.sequential`` (however many lo
 error stays at alpha), and a decided cell gets no more examples: later steps read only the undecided cells and
 the full context they are compared with (one ``full`` generation per reader, task and example, shared by every
 arm).  A cell the documents still to come can no longer decide stops for futility (``futility``: certain, or
-projected from the documents seen), undecided: that never adds an error, and it stops paying for a cell that cannot end.  Because a larger sample holds the smaller one, every generation of an
+projected from the documents seen), undecided: that never adds an error, and it stops paying for a cell that
+cannot end.  Because a larger sample holds the smaller one, every generation of an
 earlier step is kept, and the run directory is an ordinary run that ``report``, ``show`` and ``view`` read.
 
 The run stops when every cell is decided, when each task's sample reaches ``--max-n`` (or its whole pool:
@@ -217,11 +218,17 @@ def grow(config: RunConfig, run_dir: str | Path, limits: Limits, *, margin: floa
     sizes = pools(config)
     caps = {t: min(sizes[t][0], limits.max_n or sizes[t][0]) for t in sizes}
     state = state or {"settings": limits.as_dict(), "margin": margin, "max_n": caps, "looks": [],
-                      "largest_document": largest_documents(config, caps),
+                      "largest_document": {},
                       "cells": {c.key: {"task": c.task, "config_hash": c.config_hash, "full_hash": c.full_hash,
                                         "documents": [], "decision": "", "look": None} for c in cells},
                       "stopped": None}
     state["stopped"] = None
+    bounds, held_bounds = largest_documents(config, caps), state.get("largest_document") or {}
+    if held_bounds and any(held_bounds.get(t, 0) < b for t, b in bounds.items()):
+        # a run started before the bound counted a sweep's positions: its smaller bound is not a bound
+        notify(f"{run_dir}: this run recorded the betting bounds {held_bounds}, which its documents exceed; "
+               f"it continues with {bounds}")
+    state["largest_document"] = {t: max(held_bounds.get(t, 0), b) for t, b in bounds.items()}
     runs: list[RunStats] = []
     while True:
         k = len(state["looks"]) + 1
