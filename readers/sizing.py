@@ -21,6 +21,7 @@ from typing import Any
 from core.registry import ComponentSpec
 from core.text import count_pieces
 from readers.base import Generation, GenerationRequest, Reader, Tokenizer
+from readers.piece_count import PieceCounter
 from readers.tokenizers import WordTokenizer
 
 WORDS = "LongBench words"
@@ -45,14 +46,33 @@ class JsonTokenizer:
     the same ids as ``transformers``' fast tokenizer of that file (no special tokens added), in a fraction
     of the import time."""
 
+    checks = 3  # counts by pre-tokens checked against the whole encode before they are trusted
+
     def __init__(self, path: str | os.PathLike) -> None:
         from tokenizers import Tokenizer as RustTokenizer
 
         self.path = str(path)
         self.rust = RustTokenizer.from_file(self.path)
+        self.pieces = PieceCounter.of(self.rust, self.path)
+        self.checked = 0
 
     def encode(self, text: str) -> list[int]:
         return self.rust.encode(text, add_special_tokens=False).ids
+
+    def count(self, text: str) -> int:
+        """``len(encode(text))``, summed over the text's pre-tokens where the tokenizer allows it
+        (:class:`readers.piece_count.PieceCounter`): the first few are checked against the whole encode, and a
+        difference switches the summing off for this tokenizer."""
+        n = self.pieces(text) if self.pieces is not None else None
+        if n is None:
+            return len(self.encode(text))
+        if self.checked < self.checks:
+            self.checked += 1
+            whole = len(self.encode(text))
+            if whole != n:
+                self.pieces = None
+                return whole
+        return n
 
     def decode(self, ids: Sequence[int]) -> str:
         return self.rust.decode(list(ids), skip_special_tokens=False)
@@ -158,6 +178,7 @@ class CountingTokenizer:
         self.tokenizer = sizing.tokenizer
         self.words = isinstance(sizing.tokenizer, WordTokenizer)
         self.batch = getattr(sizing.tokenizer, "encode_all", None)
+        self.count = getattr(sizing.tokenizer, "count", None)  # a count without ids (JsonTokenizer's)
         self.counts: dict[str, int] = {}
         self.kept: dict[str, list[int]] = {}  # the contexts' ids (a truncation reads them at every budget)
         self.recent: dict[str, list[int]] = {}  # the ids last made, a few texts
@@ -185,7 +206,11 @@ class CountingTokenizer:
     def __call__(self, text: str) -> int:
         n = self.counts.get(text)
         if n is None:
-            n = self.counts[text] = count_pieces(text) if self.words else len(self.ids(text))
+            if self.words:
+                n = count_pieces(text)
+            else:
+                n = self.count(text) if self.count is not None else len(self.ids(text))
+            self.counts[text] = n
         return n
 
     def splice(self, text: str, part: str) -> bool:
@@ -225,7 +250,7 @@ class CountingTokenizer:
         """Count every text not counted yet, in one batch where the tokenizer takes one; ``keep`` their ids."""
         keeps = keep and not self.words  # LongBench words are counted, never made into ids
         new = [t for t in dict.fromkeys(texts) if t not in self.counts or (keeps and t not in self.kept)]
-        if self.batch is None or len(new) < 2:
+        if self.batch is None or len(new) < 2 or (self.count is not None and not keeps):
             for text in new:
                 self(text)
                 if keeps:  # a context counted before (by another task or point) is cut at every budget: keep it

@@ -282,7 +282,8 @@ def token_counter(spec: str) -> Callable[[str], int]:
         from readers.tokenizers import load_tokenizer
 
         tokenizer = load_tokenizer(spec)
-    return lambda text: len(tokenizer.encode(text))
+    count = getattr(tokenizer, "count", None)  # without ids where the tokenizer can (readers.sizing.JsonTokenizer)
+    return count if callable(count) else lambda text: len(tokenizer.encode(text))
 
 
 def generate(task: str, lengths: Sequence[int], n: int, *, count: Callable[[str], int], seed: int = 0,

@@ -1,0 +1,92 @@
+"""Exact token counts of a byte-level BPE tokenizer without encoding the text.
+
+A dry run and RULER's generator count tokens of long texts many times (RULER's fit counts whole prompts of up
+to tens of thousands of tokens 5-7 times per length, a dry run counts every prompt), and only the count is
+read.  Encoding is most of that time, and most of encoding is the pre-tokenizer's regular expression with
+offsets tracked.  A byte-level BPE tokenizer (GPT-2's, SmolLM2's, Llama 3's, Qwen's) cuts the text into
+pre-tokens by one regular expression and never merges across them, so
+
+    count(text) = sum of count(piece) over the text's pre-tokens,
+
+and a text's pre-tokens repeat (words), so each distinct piece is encoded once.  This holds exactly only for
+tokenizers of that form (no normalizer, the regular expression then byte-level mapping, BPE without dropout)
+and texts without an added token in them; :meth:`PieceCounter.of` returns None for any other tokenizer, and
+:meth:`PieceCounter.__call__` returns None for such a text, so the caller encodes it.  The pattern runs in the
+``regex`` package (Unicode properties, as the tokenizer's Oniguruma); :class:`readers.sizing.JsonTokenizer`
+checks the first counts against full encodes and stops using the counter if one differs.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+# the pre-tokenizer of GPT-2 (``ByteLevel`` with ``use_regex``), as the tokenizers library defines it
+GPT2_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+
+
+def _pattern(pre: dict[str, Any] | None) -> str | None:
+    """The one regular expression that cuts pre-tokens, for the pre-tokenizers whose pieces are then only
+    byte-mapped; None for any other."""
+    if not pre:
+        return None
+    if pre.get("type") == "ByteLevel":
+        return GPT2_PATTERN if pre.get("use_regex", True) and not pre.get("add_prefix_space") else None
+    steps = pre.get("pretokenizers") if pre.get("type") == "Sequence" else None
+    if not steps or len(steps) != 2:
+        return None
+    split, byte_level = steps
+    if (split.get("type") != "Split" or split.get("behavior") != "Isolated" or split.get("invert")
+            or "Regex" not in (split.get("pattern") or {})):
+        return None
+    if byte_level.get("type") != "ByteLevel" or byte_level.get("use_regex") or byte_level.get("add_prefix_space"):
+        return None
+    return split["pattern"]["Regex"]
+
+
+class PieceCounter:
+    """Counts a text's tokens as the sum of its pre-tokens' counts, each distinct piece encoded once."""
+
+    def __init__(self, rust: Any, pattern: str, added: list[str]) -> None:
+        import regex
+
+        self.rust = rust
+        self.split = regex.compile(pattern).findall
+        self.added = added
+        self.pieces: dict[str, int] = {}
+
+    @classmethod
+    def of(cls, rust: Any, path: str | Path) -> PieceCounter | None:
+        """The counter of the tokenizer in ``path`` (``tokenizer.json``) loaded as ``rust``; None when the
+        tokenizer is not of the form whose counts add up over pre-tokens, or ``regex`` is missing."""
+        try:
+            import regex  # noqa: F401  (a dependency of transformers; without it, texts are encoded)
+
+            config = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (ImportError, OSError, ValueError):
+            return None
+        model = config.get("model") or {}
+        pattern = _pattern(config.get("pre_tokenizer"))
+        if config.get("normalizer") or model.get("type") != "BPE" or model.get("dropout") or pattern is None:
+            return None
+        added = [t["content"] for t in config.get("added_tokens") or () if t.get("content")]
+        try:
+            return cls(rust, pattern, added)
+        except Exception:  # a pattern ``regex`` cannot compile: encode instead
+            return None
+
+    def __call__(self, text: str) -> int | None:
+        """The text's token count (no special tokens added), or None when an added token occurs in it (the
+        tokenizer cuts those out before pre-tokenizing)."""
+        if any(token in text for token in self.added):
+            return None
+        pieces = self.split(text)
+        known = self.pieces
+        new = [piece for piece in set(pieces) if piece not in known]
+        if new:  # one batch: a call per piece costs more than its encoding
+            for piece, encoding in zip(new, self.rust.encode_batch(new, add_special_tokens=False)):
+                known[piece] = len(encoding.ids)
+        return sum(map(known.__getitem__, pieces))
+
+
+__all__ = ["GPT2_PATTERN", "PieceCounter"]
