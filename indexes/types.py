@@ -17,6 +17,13 @@ class Passage:
     has_answer: bool = False
     score: float | None = None  # the retrieval score when the passage came from a ranking
 
+    def scored(self, score: float | None) -> Passage:
+        """This passage with ``score``: ``dataclasses.replace`` without its per-call field lookup, which was most
+        of an open-domain search over a corpus (2,655 questions x 50 hits)."""
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__, score=score)  # frozen: set once, before anyone holds it
+        return new
+
 
 @dataclass(frozen=True)
 class Chunk:

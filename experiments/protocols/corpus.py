@@ -91,6 +91,6 @@ class PassageIndex:
     def search(self, queries: Sequence[str], k: int) -> list[list[Passage]]:
         """The top ``k`` passages per query, best first, each carrying its score."""
         return [
-            [replace(self._by_chunk[h.chunk.chunk_id], score=round(float(h.score), 6)) for h in hits]
+            [self._by_chunk[h.chunk.chunk_id].scored(round(float(h.score), 6)) for h in hits]
             for hits in self._checked.search(list(queries), k)
         ]
