@@ -75,18 +75,50 @@ class PieceCounter:
         except Exception:  # a pattern ``regex`` cannot compile: encode instead
             return None
 
-    def __call__(self, text: str) -> int | None:
-        """The text's token count (no special tokens added), or None when an added token occurs in it (the
-        tokenizer cuts those out before pre-tokenizing)."""
+    def pieces_of(self, text: str) -> list[str] | None:
+        """The text's pre-tokens, which tile it; None where the tokenizer would cut it otherwise (an added token
+        in it, or a pattern that leaves gaps, which the tokenizer would make pieces of too)."""
         if any(token in text for token in self.added):
             return None
         pieces = self.split(text)
+        return pieces if sum(map(len, pieces)) == len(text) else None
+
+    def counts_of(self, pieces: list[str]) -> list[int]:
+        """Each piece's token count, the new ones encoded in one batch (a call per piece costs more than its
+        encoding)."""
         known = self.pieces
         new = [piece for piece in set(pieces) if piece not in known]
-        if new:  # one batch: a call per piece costs more than its encoding
+        if new:
             for piece, encoding in zip(new, self.rust.encode_batch(new, add_special_tokens=False)):
                 known[piece] = len(encoding.ids)
-        return sum(map(known.__getitem__, pieces))
+        return list(map(known.__getitem__, pieces))
+
+    def __call__(self, text: str) -> int | None:
+        """The text's token count (no special tokens added), or None where it must be encoded whole."""
+        pieces = self.pieces_of(text)
+        return None if pieces is None else sum(self.counts_of(pieces))
+
+    def end_ids(self, text: str, head: int, tail: int) -> tuple[list[int], list[int]] | None:
+        """The first ``head`` and the last ``tail`` ids of the text's encoding, made by encoding only the pieces
+        that hold them (no merge crosses a piece, so they are the whole encoding's); None as ``__call__``."""
+        pieces = self.pieces_of(text)
+        if pieces is None:
+            return None
+        counts = self.counts_of(pieces)
+        first = last = []
+        if head > 0:
+            chars = tokens = i = 0
+            while i < len(pieces) and tokens < head:
+                chars, tokens, i = chars + len(pieces[i]), tokens + counts[i], i + 1
+            first = self.rust.encode(text[:chars], add_special_tokens=False).ids[:head]
+        if tail > 0:
+            chars = tokens = 0
+            i = len(pieces)
+            while i > 0 and tokens < tail:
+                i -= 1
+                chars, tokens = chars + len(pieces[i]), tokens + counts[i]
+            last = self.rust.encode(text[len(text) - chars:], add_special_tokens=False).ids[-tail:]
+        return first, last
 
 
 __all__ = ["GPT2_PATTERN", "PieceCounter"]

@@ -74,6 +74,21 @@ class JsonTokenizer:
                 return whole
         return n
 
+    def end_ids(self, text: str, head: int, tail: int) -> tuple[list[int], list[int]] | None:
+        """The first ``head`` and last ``tail`` ids of ``encode(text)`` without encoding the middle (what a middle
+        truncation reads), once counts by pieces have passed their checks; the first few are checked against
+        the whole encode too.  None: encode the text whole."""
+        if self.pieces is None or self.checked < self.checks:
+            return None
+        ends = self.pieces.end_ids(text, head, tail)
+        if ends is not None and self.checked < 2 * self.checks:
+            self.checked += 1
+            ids = self.encode(text)
+            if ends != (ids[:head] if head > 0 else [], ids[len(ids) - tail:] if tail > 0 else []):
+                self.pieces = None
+                return None
+        return ends
+
     def decode(self, ids: Sequence[int]) -> str:
         return self.rust.decode(list(ids), skip_special_tokens=False)
 
@@ -179,13 +194,14 @@ class CountingTokenizer:
         self.words = isinstance(sizing.tokenizer, WordTokenizer)
         self.batch = getattr(sizing.tokenizer, "encode_all", None)
         self.count = getattr(sizing.tokenizer, "count", None)  # a count without ids (JsonTokenizer's)
+        self.end_ids = getattr(sizing.tokenizer, "end_ids", None)  # ... and a middle cut's ids without the middle
         self.counts: dict[str, int] = {}
         self.kept: dict[str, list[int]] = {}  # the contexts' ids (a truncation reads them at every budget)
         self.recent: dict[str, list[int]] = {}  # the ids last made, a few texts
         self.splices_ok, self.checked = True, 0  # see ``splice``
 
     def encode(self, text: str) -> Sequence[int]:
-        if text not in self.counts and not self.words:
+        if text not in self.counts and not self.words and self.count is None:
             return self.ids(text)
         return _Ids(self, text)
 
@@ -202,6 +218,21 @@ class CountingTokenizer:
 
     def decode(self, ids: Sequence[int]) -> str:
         return self.tokenizer.decode(list(ids))
+
+    def end_slice(self, text: str, index: slice) -> list[int] | None:
+        """``encode(text)[index]`` for a slice from either end, from the ends alone where the tokenizer can
+        (``JsonTokenizer.end_ids``); None: read the whole ids."""
+        if self.end_ids is None or index.step is not None or text in self.kept or text in self.recent:
+            return None
+        n = self(text)
+        start, stop, _ = index.indices(n)
+        if start == 0 and stop < n:
+            ends = self.end_ids(text, stop, 0)
+            return None if ends is None else ends[0]
+        if stop == n and 0 < start:
+            ends = self.end_ids(text, 0, n - start)
+            return None if ends is None else ends[1]
+        return None
 
     def __call__(self, text: str) -> int:
         n = self.counts.get(text)
@@ -248,7 +279,9 @@ class CountingTokenizer:
 
     def count_all(self, texts: Iterable[str], *, keep: bool = False) -> None:
         """Count every text not counted yet, in one batch where the tokenizer takes one; ``keep`` their ids."""
-        keeps = keep and not self.words  # LongBench words are counted, never made into ids
+        # LongBench words are counted, never made into ids; a tokenizer that reads a middle cut's ends alone makes
+        # a context's ids only if something reads more than its ends
+        keeps = keep and not self.words and self.end_ids is None
         new = [t for t in dict.fromkeys(texts) if t not in self.counts or (keeps and t not in self.kept)]
         if self.batch is None or len(new) < 2 or (self.count is not None and not keeps):
             for text in new:
@@ -258,7 +291,7 @@ class CountingTokenizer:
             return
         for text, ids in zip(new, self.batch(new)):
             self.counts[text] = len(ids)
-            if keep:
+            if keeps:
                 self.kept[text] = ids
 
 
@@ -272,6 +305,10 @@ class _Ids(Sequence[int]):
         return self.counter(self.text)
 
     def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            ends = self.counter.end_slice(self.text, index)
+            if ends is not None:
+                return ends
         return self.counter.ids(self.text)[index]
 
     def __iter__(self) -> Any:

@@ -76,3 +76,21 @@ def test_a_count_that_differs_from_the_whole_encode_switches_the_sums_off(tmp_pa
     tokenizer.pieces = lambda text: 10**6  # a counter that is wrong
     text = TEXTS[0]
     assert tokenizer.count(text) == len(tokenizer.encode(text)) and tokenizer.pieces is None
+
+
+@pytest.mark.parametrize("pre", [GPT2, LLAMA3], ids=["gpt2-byte-level", "llama3-split"])
+def test_a_middle_cut_from_the_ends_alone_is_the_whole_encodes_cut(tmp_path, pre):
+    from readers.sizing import CountingTokenizer, ReaderSizing
+    from readers.truncation import truncate_text
+
+    path = trained(tmp_path, pre())
+    plain = JsonTokenizer(path)
+    counting = CountingTokenizer(ReaderSizing(JsonTokenizer(path), 2048, "t", "its tokenizer", True))
+    long = " ".join(CORPUS[:4]) * 30
+    for text in TEXTS[:4] * 2 + [long]:  # the first counts pass the checks; the later cuts read the ends alone
+        counting.count_all([text], keep=True)
+        for budget in (0, 1, 2, 7, 64, 301, 10**6):
+            assert truncate_text(text, counting, budget, "middle") == truncate_text(text, plain, budget, "middle")
+    assert counting.tokenizer.pieces is not None and not counting.kept  # no context's whole ids were made
+    ids = plain.encode(long)
+    assert counting.tokenizer.end_ids(long, 5, 9) == (ids[:5], ids[-9:])
