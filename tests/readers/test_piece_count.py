@@ -94,3 +94,19 @@ def test_a_middle_cut_from_the_ends_alone_is_the_whole_encodes_cut(tmp_path, pre
     assert counting.tokenizer.pieces is not None and not counting.kept  # no context's whole ids were made
     ids = plain.encode(long)
     assert counting.tokenizer.end_ids(long, 5, 9) == (ids[:5], ids[-9:])
+
+
+def test_the_ascii_pattern_cuts_ascii_text_as_the_unicode_one():
+    import random
+    import re
+
+    import regex
+
+    from readers.piece_count import GPT2_ASCII, GPT2_PATTERN
+
+    rng = random.Random(0)
+    fast, full = re.compile(GPT2_ASCII), regex.compile(GPT2_PATTERN)
+    for _ in range(5000):  # every ASCII character, contractions and runs of spaces among them
+        text = "".join(chr(rng.randrange(128)) if rng.random() < 0.5 else
+                       rng.choice(["'s", "'ll", " ", "  ", "a", "Z9", "\n\n", "x'S", "\x1c "]) for _ in range(rng.randint(0, 30)))
+        assert fast.findall(text) == full.findall(text), repr(text)
