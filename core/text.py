@@ -7,6 +7,7 @@ asks "is this Chinese?" uses the same range.
 """
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable
 
@@ -85,4 +86,32 @@ def word_pieces(text: str) -> list[str]:
     return [text[a:b] for a, b in zip(bounds, bounds[1:])]
 
 
-__all__ = ["CJK", "CJK_CHAR", "WORD", "count_words", "word_pieces", "word_spans"]
+def end_pieces(text: str, head: int, tail: int) -> tuple[list[str], list[str]]:
+    """The first ``head`` and the last ``tail`` of :func:`word_pieces`, finding only the words they hold: a middle
+    truncation of a long text reads its two ends, and cutting the whole text into words was most of its cost."""
+    first: list[str] = []
+    if head > 0:
+        starts = [m.start() for m in itertools.islice(WORD.finditer(text), head + 1)]
+        if starts:
+            bounds = [0, *starts[1:]] + ([] if len(starts) > head else [len(text)])
+            first = [text[a:b] for a, b in zip(bounds, bounds[1:])]
+    last: list[str] = []
+    if tail > 0:
+        window = 8 * tail + 64
+        while True:  # a window from the end that holds ``tail`` whole words, doubled until it does
+            at = max(0, len(text) - window)
+            starts = [m.start() for m in WORD.finditer(text, at)]
+            if at > 0:
+                starts = starts[1:]  # the first match may begin inside a word
+            if len(starts) > tail or at == 0:
+                break
+            window *= 2
+        if len(starts) <= tail:
+            last = word_pieces(text)[-tail:]
+        else:
+            bounds = [*starts[-tail:], len(text)]
+            last = [text[a:b] for a, b in zip(bounds, bounds[1:])]
+    return first, last
+
+
+__all__ = ["CJK", "CJK_CHAR", "WORD", "count_pieces", "count_words", "end_pieces", "word_pieces", "word_spans"]

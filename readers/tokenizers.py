@@ -12,7 +12,7 @@ import threading
 from typing import Any, Sequence
 
 from core.errors import ParamError
-from core.text import word_pieces
+from core.text import end_pieces, word_pieces
 
 
 class WordTokenizer:
@@ -31,8 +31,17 @@ class WordTokenizer:
         self._lock = threading.Lock()
 
     def encode(self, text: str) -> list[int]:
+        return self._ids_of(word_pieces(text))
+
+    def end_ids(self, text: str, head: int, tail: int) -> tuple[list[int], list[int]]:
+        """``encode(text)[:head]`` and its last ``tail`` ids, without cutting the middle into words (what a middle
+        truncation reads)."""
+        first, last = end_pieces(text, head, tail)
+        return self._ids_of(first), self._ids_of(last)
+
+    def _ids_of(self, pieces: list[str]) -> list[int]:
         out = []
-        for piece in word_pieces(text):
+        for piece in pieces:
             idx = self._ids.get(piece)
             if idx is None:
                 with self._lock:
