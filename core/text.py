@@ -12,7 +12,8 @@ import re
 CJK = "\u4e00-\u9fa5"
 CJK_CHAR = re.compile(f"[{CJK}]")
 WORD = re.compile(rf"[{CJK}]|[^\W{CJK}]+")
-_ASCII_WORD = re.compile(r"\w+", re.ASCII)
+# ASCII text: each byte made a word mark (b"w") or a gap (b" "), so its words are the gaps followed by a mark
+_ASCII_MARKS = b"".join(b"w" if re.fullmatch(rb"\w", bytes([c])) else b" " for c in range(256))
 
 
 def word_spans(text: str) -> list[tuple[int, int]]:
@@ -26,14 +27,21 @@ def count_words(text: str) -> int:
     The text is lowercased first, as LongBench's splitter does (it can change
     the count only for the rare characters whose lowercase form is longer).
     """
-    if text.isascii():  # the same words about 3x faster: no ideograph, and lowercasing makes no non-word a word
-        return len(_ASCII_WORD.findall(text))
+    if text.isascii():  # no ideograph, and lowercasing makes no non-word a word
+        return _count_ascii_words(text)
     return len(WORD.findall(text.lower()))
 
 
 def count_pieces(text: str) -> int:
     """``len(word_pieces(text))`` (the word tokens of a reader without a model tokenizer), without making them."""
-    return len(_ASCII_WORD.findall(text)) if text.isascii() else len(WORD.findall(text))
+    return _count_ascii_words(text) if text.isascii() else len(WORD.findall(text))
+
+
+def _count_ascii_words(text: str) -> int:
+    """The words of an ASCII text (maximal runs of ``[A-Za-z0-9_]``) counted in C loops, without making a string
+    per word: about 6x faster than ``findall``, which was the largest share of a key-value dry run's counting."""
+    marks = text.encode("ascii").translate(_ASCII_MARKS)
+    return marks.count(b" w") + marks.startswith(b"w")
 
 
 def word_pieces(text: str) -> list[str]:
