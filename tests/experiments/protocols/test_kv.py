@@ -100,3 +100,11 @@ def test_generated_examples_are_pinned():
         "ordered_kv_records": [["e3e70682-c209-4cac-a29f-6fbed82c07cd", "f728b4fa-4248-4e3a-8a5d-2f346baa9455"],
                                ["eb1167b3-67a9-4378-bc65-c1e582e2e662", "f7c1bd87-4da5-4709-9471-3d60c8a70639"]],
         "key": "eb1167b3-67a9-4378-bc65-c1e582e2e662", "value": "f7c1bd87-4da5-4709-9471-3d60c8a70639"}]
+
+
+def test_uuid_is_what_the_uuid_module_makes_of_the_same_bits():
+    import random
+
+    ours, theirs = random.Random(11), random.Random(11)
+    for _ in range(5000):
+        assert kv._uuid(ours) == str(uuid.UUID(int=theirs.getrandbits(128), version=4))
