@@ -24,6 +24,7 @@ from compressors.base import Compressor
 from compressors.registry import COMPRESSORS, make_compressor, uses_reader
 from core.checks import constructor_parameters
 from core.errors import ExampleFailure
+from core.memory import no_cycle_collection
 from core.registry import ComponentSpec
 from experiments.data.records import Example, RecordKey, budget_row_label
 from experiments.run.config import RunConfig, TaskConfig
@@ -131,7 +132,17 @@ EXACT_SAMPLE, BOUND_SAMPLE = 2000, 32
 
 
 def estimate(config: RunConfig, grid: list[GridPoint], done: set[RecordKey]) -> DryRun:
-    """The work left per (task, grid point) and the window warnings; see the module docstring."""
+    """The work left per (task, grid point) and the window warnings; see the module docstring.
+
+    Every example of every task is made, counted and dropped here, with the cycle collector paused
+    (``no_cycle_collection``): it would walk them again and again (a key-value sweep is 1.2 million objects,
+    a fifth of its dry run), yet they hold no cycles and are freed as they are dropped, before it resumes.
+    """
+    with no_cycle_collection():
+        return _estimate_grid(config, grid, done)
+
+
+def _estimate_grid(config: RunConfig, grid: list[GridPoint], done: set[RecordKey]) -> DryRun:
     sections = {p.reader.model_dump_json(): p.reader for p in grid}
     sizings = {key: reader_sizing(section.spec) for key, section in sections.items()}
     counters = {key: CountingTokenizer(s) for key, s in sizings.items()}

@@ -25,7 +25,8 @@ def test_the_ascii_fast_path_counts_what_the_general_rule_counts():
     from core.text import WORD, count_pieces, count_words, word_pieces
 
     rng = random.Random(3)
-    for alphabet in ("abcXYZ019 _-.,;\n\t\"'{}", "abc déf 中文 ÉCOLE ß_1 ,."):
+    every_ascii = "".join(map(chr, range(128)))
+    for alphabet in ("abcXYZ019 _-.,;\n\t\"'{}", "abc déf 中文 ÉCOLE ß_1 ,.", every_ascii, every_ascii + "é中"):
         for _ in range(200):
             text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 80)))
             assert count_words(text) == len(WORD.findall(text.lower()))
