@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 import math
+import random
 
 import pytest
 
 from core.errors import ParamError
 from indexes.chunking import passages_to_chunks
 from indexes.types import Passage
-from retrievers.bm25 import BM25Retriever, detect_lang, tokenize
+from retrievers.bm25 import BM25Retriever, Okapi, detect_lang, tokenize
 from retrievers.registry import make_retriever
 
 # 4 documents, lengths 2, 3, 2, 4 -> avgdl 2.75; k1 = 1.5, b = 0.75.
@@ -103,3 +104,30 @@ def test_zero_score_ties_fill_in_corpus_order_on_large_corpora():
     (hits,) = r.search(["cat"], 4)
     assert [h.chunk.chunk_id for h in hits] == ["p20#0", "p39#0", "p0#0", "p1#0"]
     assert hits[0].score > hits[1].score > 0 == hits[2].score == hits[3].score
+
+
+@pytest.mark.parametrize("k1, b", [(1.5, 0.75), (0.9, 0.3), (2.0, 0.95)])
+def test_okapi_scores_are_rank_bm25s_bit_for_bit(k1, b):
+    from rank_bm25 import BM25Okapi
+
+    rng = random.Random(0)
+    words = [f"w{i}" for i in range(40)]
+
+    def tokens(most):  # some terms in most documents, so some idfs are negative and floored; some documents empty
+        return rng.choices(words[: rng.randint(1, 40)], k=rng.randint(0, most))
+
+    queries = [tokens(8) + ["unseen"] for _ in range(60)]
+    for n in (1, 2, 3, 7, 20, 300):
+        corpus = [tokens(30) for _ in range(n)]
+        ref, ours = BM25Okapi(corpus, k1=k1, b=b), Okapi(corpus, k1=k1, b=b)
+        assert ours.idf == ref.idf and ours.average_idf == ref.average_idf
+        for query in queries:
+            assert ours.get_scores(query).tobytes() == ref.get_scores(query).tobytes()
+    # both ways to a term's counts were compared: over the 300 documents the first query scans them...
+    first = Okapi(corpus, k1=k1, b=b)
+    first.get_scores(queries[0])
+    assert first._postings is None and ours._postings is not None  # ...and the 60 queries built postings
+    chars = ["".join(rng.choices("abcdefgh ,.", k=rng.randint(1, 50))) for _ in range(30)]  # longbench_compat
+    ref, ours = BM25Okapi(chars, k1=k1, b=b), Okapi(chars, k1=k1, b=b)
+    for query in ["abc z", "hh", "", "a" * 40, "bcd"] * 3:
+        assert ours.get_scores(query).tobytes() == ref.get_scores(query).tobytes()
