@@ -2,13 +2,15 @@
 from __future__ import annotations
 
 import functools
+import json
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from core.errors import UserError
+from core.errors import ParamError, UserError
+from core.registry import ComponentSpec
 from experiments.data.loaders import load_litm_qa
 from experiments.data.records import Example
 from indexes.types import Chunk, Passage, unique_passages
@@ -94,3 +96,22 @@ class PassageIndex:
             [replace(self._by_chunk[h.chunk.chunk_id], score=round(float(h.score), 6)) for h in hits]
             for hits in self._checked.search(list(queries), k)
         ]
+
+
+def shared_passage_index(passages: Sequence[Passage], retriever: Any = "bm25") -> PassageIndex:
+    """``PassageIndex(passages, retriever)``, built once per process for equal passages and an equal retriever
+    section: the tasks of a config that draw distractors from one corpus with one retriever (study_cpu's BM25
+    sweeps at 10 and 20 documents) index it once.  Searching does not change an index, so sharing one changes
+    no result; a section that is not plain JSON is never shared.  The last two indexes are kept."""
+    try:
+        spec = ComponentSpec.parse(retriever, "retriever")
+        section = json.dumps([spec.name, spec.params, spec.label], sort_keys=True)
+    except (ParamError, TypeError, ValueError):
+        return PassageIndex(passages, retriever)  # not a section to share: built here (and refused here, if bad)
+    return _shared_index(tuple(passages), section)
+
+
+@functools.lru_cache(maxsize=2)
+def _shared_index(passages: tuple[Passage, ...], section: str) -> PassageIndex:
+    name, params, label = json.loads(section)
+    return PassageIndex(passages, ComponentSpec(name, params, label))
