@@ -26,8 +26,8 @@ def test_the_ascii_fast_path_counts_what_the_general_rule_counts():
 
     rng = random.Random(3)
     # ASCII; beyond it without ideographs (word and non-word characters, a combining mark, a lone surrogate,
-    # a capital whose lowercase is two characters); with ideographs
-    for alphabet in ("abcXYZ019 _-.,;\n\t\"'{}", "aé ßΩİ_1\u0301\u00a0\u2028\ud800١–“”’,.", "abc déf 中文 ÉCOLE ß_1 ,."):
+    # a capital whose lowercase is two characters); with ideographs (and word characters just outside their range)
+    for alphabet in ("abcXYZ019 _-.,;\n\t\"'{}", "aé ßΩİ_1\u0301\u00a0\u2028\ud800١–“”’,.", "abc déf 中文 ÉCOLE ß_1 ,.㐀\u9fff"):
         for _ in range(1000):
             text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 80)))
             assert count_words(text) == len(WORD.findall(text.lower()))
