@@ -113,3 +113,5 @@ def test_sweeps_over_one_corpus_share_its_index_and_only_for_equal_inputs():
     assert shared_passage_index(changed, "bm25").search(["T6"], 1)[0][0].text.endswith("T6.")
     with pytest.raises(UserError, match="k1 must be a number"):  # not JSON: not shared, refused as before
         shared_passage_index(corpus, {"name": "bm25", "params": {"k1": object()}})
+    tfidf = "tests.retrievers.plugin_example:TfidfRetriever"  # a plugin that does not say it calls no model
+    assert shared_passage_index(corpus, tfidf) is not shared_passage_index(corpus, tfidf)  # is not kept
