@@ -168,12 +168,13 @@ class RetrievalCompressor(Compressor):
         for i, p in enumerate(passages):
             doc_id = f"p{i}"
             parts = self._chunker.split(p.text, doc_id=doc_id) if p.text.strip() else []
-            if len(parts) <= 1:
-                parts = [whole_chunk(doc_id, p.text)]
-            for part in parts:
-                chunk = replace(part, title=p.title)
+            if len(parts) <= 1:  # the common case, made directly (a dry run makes tens of thousands)
+                pieces = [(whole_chunk(doc_id, p.text, p.title), p)]
+            else:
+                pieces = [(replace(part, title=p.title), replace(p, text=part.text)) for part in parts]
+            for chunk, passage in pieces:
                 chunks.append(chunk)
-                passage_of[chunk.chunk_id] = p if len(parts) == 1 else replace(p, text=part.text)
+                passage_of[chunk.chunk_id] = passage
         return chunks, passage_of
 
     def _render(self, chunk: Chunk, passage: Passage | None) -> str:

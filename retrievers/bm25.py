@@ -46,6 +46,8 @@ def detect_lang(texts: Sequence[str], sample_chars: int = 200_000) -> str:
         if size >= sample_chars:
             break
     joined = "".join(sample)
+    if CJK_CHAR.search(joined) is None:  # no ideograph: English whatever the words (and without listing them)
+        return "en"
     word_chars = sum(map(len, _WORD.findall(joined)))
     return "zh" if word_chars and len(CJK_CHAR.findall(joined)) / word_chars >= 0.3 else "en"
 

@@ -2,13 +2,15 @@
 from __future__ import annotations
 
 import functools
+import json
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from core.errors import UserError
+from core.errors import ParamError, UserError
+from core.registry import ComponentSpec
 from experiments.data.loaders import load_litm_qa
 from experiments.data.records import Example
 from indexes.types import Chunk, Passage, unique_passages
@@ -94,3 +96,35 @@ class PassageIndex:
             [self._by_chunk[h.chunk.chunk_id].scored(round(float(h.score), 6)) for h in hits]
             for hits in self._checked.search(list(queries), k)
         ]
+
+
+SHARED_INDEXES = 2  # the lexical indexes kept by shared_passage_index (a corpus of a few thousand passages each)
+_shared: dict[tuple[tuple[Passage, ...], str], PassageIndex] = {}
+
+
+def shared_passage_index(passages: Sequence[Passage], retriever: Any = "bm25") -> PassageIndex:
+    """``PassageIndex(passages, retriever)``, built once per process for equal passages and an equal retriever
+    section: the tasks of a config that draw distractors from one corpus (study_cpu's BM25 sweeps at 10 and 20
+    documents) index it once.  Searching does not change an index, so sharing one changes no result.
+
+    Only a retriever that calls no model (BM25, and hybrids of such) is kept, the last ``SHARED_INDEXES`` of
+    them: a dense one would hold its model for the rest of the process, and its embeddings are cached on disk
+    anyway.  A section that is not plain JSON is never shared.
+    """
+    try:
+        spec = ComponentSpec.parse(retriever, "retriever")
+        key = (tuple(passages), json.dumps([spec.name, spec.params, spec.label], sort_keys=True))
+    except (ParamError, TypeError, ValueError):
+        return PassageIndex(passages, retriever)  # not a section to share: built here (and refused here, if bad)
+    index = _shared.get(key)
+    if index is None:
+        index = PassageIndex(passages, retriever)
+        if not _calls_model(index.retriever):
+            while len(_shared) >= SHARED_INDEXES:
+                del _shared[next(iter(_shared))]  # the oldest
+            _shared[key] = index
+    return index
+
+
+def _calls_model(retriever: Retriever) -> bool:
+    return retriever.calls_model or any(_calls_model(inner) for inner in retriever.components())

@@ -18,7 +18,7 @@ from typing import Any, Iterable, Sequence
 
 from core.errors import UserError
 from experiments.data.records import Example, render_litm_documents, swept_id
-from experiments.protocols.corpus import PassageIndex
+from experiments.protocols.corpus import shared_passage_index
 from indexes.text import has_answer
 from indexes.types import Passage, unique_passages
 
@@ -151,7 +151,7 @@ def add_distractors(
                 raise UserError(f"example {ex.id!r}: only {len(picked)} corpus passages lack the answer, {need} needed")
             out.append(build(ex, picked))
         return out
-    index = PassageIndex(unique, retriever)
+    index = shared_passage_index(unique, retriever)  # several sweeps over one corpus index it once
     out_by_id: dict[str, Example] = {}
     pending = list(examples)
     k = min(len(index), max(4 * need, need + 20))

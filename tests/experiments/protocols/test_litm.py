@@ -98,3 +98,20 @@ def test_random_distractors_are_seeded_per_example_and_lack_the_answer(shared_da
 def test_unknown_distractor_method_is_refused():
     with pytest.raises(UserError, match="distractors must be one of"):
         litm.add_distractors([_example()], [Passage("x", "y")], 2, method="nearest")
+
+
+def test_sweeps_over_one_corpus_share_its_index_and_only_for_equal_inputs():
+    from experiments.protocols.corpus import shared_passage_index
+
+    corpus = [Passage(f"The river R{i} flows past T{i}.", f"R{i}", f"c{i}") for i in range(6)]
+    index = shared_passage_index(corpus, "bm25")
+    assert shared_passage_index(list(corpus), {"name": "bm25"}) is index  # equal passages, an equal section
+    assert shared_passage_index(corpus[:5], "bm25") is not index  # other passages...
+    other = shared_passage_index(corpus, {"name": "bm25", "params": {"k1": 0.9}})  # ...or other parameters
+    assert other is not index and other.retriever.k1 == 0.9
+    changed = [*corpus[:5], Passage("The river R5 flows past T6.", "R5", "c5")]
+    assert shared_passage_index(changed, "bm25").search(["T6"], 1)[0][0].text.endswith("T6.")
+    with pytest.raises(UserError, match="k1 must be a number"):  # not JSON: not shared, refused as before
+        shared_passage_index(corpus, {"name": "bm25", "params": {"k1": object()}})
+    tfidf = "tests.retrievers.plugin_example:TfidfRetriever"  # a plugin that does not say it calls no model
+    assert shared_passage_index(corpus, tfidf) is not shared_passage_index(corpus, tfidf)  # is not kept
