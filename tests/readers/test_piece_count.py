@@ -110,3 +110,20 @@ def test_the_ascii_pattern_cuts_ascii_text_as_the_unicode_one():
         text = "".join(chr(rng.randrange(128)) if rng.random() < 0.5 else
                        rng.choice(["'s", "'ll", " ", "  ", "a", "Z9", "\n\n", "x'S", "\x1c "]) for _ in range(rng.randint(0, 30)))
         assert fast.findall(text) == full.findall(text), repr(text)
+
+
+def test_text_beyond_ascii_is_cut_as_the_unicode_pattern_cuts_it(tmp_path):
+    import random
+
+    import regex
+
+    from readers.piece_count import GPT2_PATTERN
+
+    counter = PieceCounter.of(Tokenizer.from_file(path := trained(tmp_path, GPT2())), path)
+    full = regex.compile(GPT2_PATTERN)
+    rng = random.Random(0)
+    alphabet = ["'s", "'ré", "'ès", " ", "\u00a0", "\u2028", "\x85", "\x1c", "é", "ß", "中文", "١٢", "½", "Ⅻ", "\u0301",
+                "’", "“", "—", "😀", "a", "Z9", "\t", "\n\n", "\ud800", "ǅ", "ſ"]
+    for _ in range(5000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 30)))
+        assert counter.pieces_of(text) == full.findall(text), repr(text)
