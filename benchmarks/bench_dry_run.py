@@ -7,7 +7,8 @@ that make the configs run offline; the named L-Eval and Lost in the Middle files
 ``$CTXCOMP_DATA_DIR`` (or ../shared/data).  Each config runs ``--rounds`` times; the minimum and median wall
 time, CPU time (user + system, both cores of a fast tokenizer counted) and the load average are printed,
 since a machine shared with other work stretches wall time.  The first dry run that counts SmolLM2 tokens reads its
-tokenizer from the packaged GGUF once (about 15 s); a warm-up run does that before timing.
+tokenizer from the packaged GGUF once (about 15 s); a warm-up run does that before timing, and compiles
+the project's modules once, as any install's first start does (``PYTHONDONTWRITEBYTECODE`` is unset for the runs).
 
 Run: ``python benchmarks/bench_dry_run.py [--rounds 2] [CONFIG_STEM ...]``.
 """
@@ -38,6 +39,9 @@ def main() -> None:
     stems = args.configs or sorted(p.stem for p in (REPO / "experiments" / "configs").glob("*.yaml"))
     env = {**os.environ, "CTXCOMP_DATA_DIR": str(shared), "CTXCOMP_NO_PROGRESS": "1", "HF_HUB_OFFLINE": "1",
            "TRANSFORMERS_OFFLINE": "1", "PYTHONPATH": str(REPO)}
+    # a cold start is a fresh process of an installed project, whose modules Python has compiled once; a shell
+    # with PYTHONDONTWRITEBYTECODE set would recompile ctxcomp's modules at every start (0.3-0.4 s)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         write_stand_in_data(work)

@@ -104,6 +104,9 @@ class PieceCounter:
         in it, or a pattern that leaves gaps, which the tokenizer would make pieces of too)."""
         if any(token in text for token in self.added):
             return None
+        return self._tiled(text)
+
+    def _tiled(self, text: str) -> list[str] | None:
         if text.isascii():
             pieces = self.split_ascii(text)
         elif self.stand_ins is not None:  # cut where its ASCII stand-in is cut: the same spans, the faster engine
@@ -114,6 +117,31 @@ class PieceCounter:
         else:
             pieces = self.split(text)
         return pieces if sum(map(len, pieces)) == len(text) else None
+
+    def _end_pieces(self, text: str, tokens: int, *, from_end: bool) -> list[str] | None:
+        """The text's first (or last) pre-tokens that hold its first (last) ``tokens`` tokens, in text order;
+        found by cutting only a window of the text into pieces, widened until it holds them.  A window's pieces
+        are the text's except the one or two at the window's open edge (a run or a look-ahead cut short there),
+        so those are dropped."""
+        size = 8 * tokens + 256
+        while True:
+            if size >= len(text):
+                window, edge = text, 0
+            else:
+                window, edge = (text[len(text) - size:], 2) if from_end else (text[:size], 2)
+            pieces = self._tiled(window)
+            if pieces is None:
+                return None
+            pieces = pieces[edge:] if from_end else pieces[:len(pieces) - edge]
+            counts = self.counts_of(pieces)
+            if sum(counts) >= tokens or not edge:
+                got, i = 0, len(pieces) if from_end else 0
+                while got < tokens and (i > 0 if from_end else i < len(pieces)):
+                    i -= from_end
+                    got += counts[i]
+                    i += not from_end
+                return pieces[i:] if from_end else pieces[:i]
+            size *= 2
 
     def counts_of(self, pieces: list[str]) -> list[int]:
         """Each piece's token count, the new ones encoded in one batch (a call per piece costs more than its
@@ -133,23 +161,23 @@ class PieceCounter:
     def end_ids(self, text: str, head: int, tail: int) -> tuple[list[int], list[int]] | None:
         """The first ``head`` and the last ``tail`` ids of the text's encoding, made by encoding only the pieces
         that hold them (no merge crosses a piece, so they are the whole encoding's); None as ``__call__``."""
-        pieces = self.pieces_of(text)
-        if pieces is None:
+        if any(token in text for token in self.added):
             return None
-        counts = self.counts_of(pieces)
-        first = last = []
-        if head > 0:
-            chars = tokens = i = 0
-            while i < len(pieces) and tokens < head:
-                chars, tokens, i = chars + len(pieces[i]), tokens + counts[i], i + 1
-            first = self.rust.encode(text[:chars], add_special_tokens=False).ids[:head]
-        if tail > 0:
-            chars = tokens = 0
-            i = len(pieces)
-            while i > 0 and tokens < tail:
-                i -= 1
-                chars, tokens = chars + len(pieces[i]), tokens + counts[i]
-            last = self.rust.encode(text[len(text) - chars:], add_special_tokens=False).ids[-tail:]
+        first: list[int] = []
+        last: list[int] = []
+        for tokens, from_end in ((head, False), (tail, True)):
+            if tokens <= 0:
+                continue
+            pieces = self._end_pieces(text, tokens, from_end=from_end)
+            if pieces is None:
+                return None
+            # each piece encoded on its own, as it is counted: a prefix encoded whole could end in whitespace
+            # that the pattern's look-ahead cuts differently at the end of a text than inside it
+            ids = [i for encoding in self.rust.encode_batch(pieces, add_special_tokens=False) for i in encoding.ids]
+            if from_end:
+                last = ids[len(ids) - tokens:] if len(ids) > tokens else ids
+            else:
+                first = ids[:tokens]
         return first, last
 
 

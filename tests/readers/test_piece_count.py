@@ -127,3 +127,20 @@ def test_text_beyond_ascii_is_cut_as_the_unicode_pattern_cuts_it(tmp_path):
     for _ in range(5000):
         text = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 30)))
         assert counter.pieces_of(text) == full.findall(text), repr(text)
+
+
+@pytest.mark.parametrize("pre", [GPT2, LLAMA3], ids=["gpt2-byte-level", "llama3-split"])
+def test_end_ids_from_windows_equal_the_whole_encodes_ends_on_random_texts(tmp_path, pre):
+    import random
+
+    path = trained(tmp_path, pre())
+    counter = PieceCounter.of(Tokenizer.from_file(path), path)
+    whole = JsonTokenizer(path)
+    rng = random.Random(0)
+    alphabet = ["'s", "'ll", " ", "   ", "\n", " \n\n", "\t", "word", "Word", "é", "中文", "12345", "3.14", "...", "’",
+                "don't", "x", "\u00a0", "😀"]
+    for _ in range(300):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 3000)))
+        ids = whole.encode(text)
+        for head, tail in [(1, 1), (7, 3), (rng.randint(1, 400), rng.randint(1, 400)), (len(ids), len(ids))]:
+            assert counter.end_ids(text, head, tail) == (ids[:head], ids[max(0, len(ids) - tail):]), (text[:60], head, tail)
