@@ -268,6 +268,7 @@ class RowIndex:
         import faiss
 
         index = faiss.index_factory(dim, string, faiss.METRIC_INNER_PRODUCT)
+        _skip_polysemous_training(index)
         if not index.is_trained:
             size = default_train_size(string, n) if train_size is None else min(train_size, n)
             rng = np.random.default_rng(seed)
@@ -334,6 +335,18 @@ class RowIndex:
 
         flags = faiss.IO_FLAG_MMAP if mmap and "IVF" in string else 0
         return cls(faiss.read_index(str(path), flags), string)
+
+
+def _skip_polysemous_training(index: Any) -> None:
+    """FAISS's factory turns on polysemous training for IVF-PQ; it only serves Hamming-filtered search
+    (``polysemous_ht``), which is never used here, and it took 7x the whole PQ training on 2 cores
+    (271 s against 39 s for 4-10k vectors of 768-d: docs/scale.md)."""
+    import faiss
+
+    ivf = faiss.try_extract_index_ivf(index)
+    inner = faiss.downcast_index(ivf) if ivf is not None else index
+    if hasattr(inner, "do_polysemous_training"):
+        inner.do_polysemous_training = False
 
 
 def exact_rerank(queries: np.ndarray, rows: np.ndarray, vectors: Callable[[np.ndarray], np.ndarray]
