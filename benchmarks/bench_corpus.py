@@ -3,6 +3,8 @@ and BM25 built in blocks; each size in a fresh process so peak RSS is its own.
 
     python benchmarks/bench_corpus.py dense --n 100000 --strings "Flat;IVF256,SQ8;IVF256,PQ64" --rerank 100
     python benchmarks/bench_corpus.py bm25 --n 200000
+    python benchmarks/bench_corpus.py e2e --n 1000000 --limit 500        # the curve over a 1M-passage corpus
+    python benchmarks/bench_corpus.py fit results.jsonl                   # lines through the sizes, at 21M
 
 Dense vectors are real-like, not real: 768-d, drawn as a mixture of 2,000 Gaussian clusters whose centres
 lie in a random 128-d subspace with a decaying spectrum, plus isotropic noise, then L2-normalised (sentence
@@ -10,6 +12,13 @@ embeddings are anisotropic and clustered; i.i.d. Gaussian vectors would make eve
 it is).  Queries are corpus vectors plus noise.  They are written as 50,000-row .npy shards, as the encoder
 writes them, and the index is built from the memory-mapped shards.  BM25 passages are 100 words drawn from a
 Zipf(1.1) vocabulary of 200,000 words.  One line of JSON per measurement, with the load average beside it.
+
+``dense`` finds the exact top-20 by scanning the shards (no flat index need be held), so the share of the
+exact top-20 an index finds is measured at any size.  ``e2e`` runs ``ctxcomp curve --corpus`` with BM25 over
+the Lost in the Middle oracle passages plus filler passages: 100 words each, drawn from the word frequencies of
+those real passages (seeded), so that BM25 meets distractors that share the questions' vocabulary; it reports
+the command's wall time and peak RSS.  ``fit`` fits a straight line (least squares) through each quantity
+against n and projects it to Wikipedia's 21,015,324 passages.
 """
 from __future__ import annotations
 
@@ -31,6 +40,17 @@ from indexes.factory import RowIndex, plan  # noqa: E402
 
 def rss_peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def rss_anon_mb() -> float | None:
+    """Resident anonymous memory now (the heap: the index and Python), without the pages of memory-mapped
+    shards and stores that ``ru_maxrss`` also counts; None off Linux."""
+    try:
+        text = Path("/proc/self/status").read_text()
+    except OSError:
+        return None
+    kb = next((int(line.split()[1]) for line in text.splitlines() if line.startswith("RssAnon:")), None)
+    return None if kb is None else round(kb / 1024)
 
 
 def real_like(n: int, dim: int, seed: int, block: int = 50_000):
@@ -75,7 +95,7 @@ def dense(args) -> None:
             out[j] = shards[s][r - offsets[s]]
         return out
 
-    exact = None
+    exact = exact_top(shards, queries, 20)
     for string in args.strings.split(";"):
         p = plan(string, args.n, args.dim)
         t0 = time.perf_counter()
@@ -86,16 +106,31 @@ def dense(args) -> None:
             nprobe = args.nprobe if "IVF" in string else None
             _, rows = index.search(queries, 20, nprobe=nprobe, rerank=rerank, vectors=vectors if rerank else None)
             search_s = time.perf_counter() - t0
-            if string == "Flat":
-                exact = rows
-            overlap = None if exact is None else float(np.mean([len(set(a) & set(b)) / 20 for a, b in zip(rows, exact)]))
+            overlap = float(np.mean([len(set(a) & set(b)) / 20 for a, b in zip(rows, exact)]))
             print(json.dumps({"what": "dense", "string": string, "n": args.n, "dim": args.dim, "rerank": rerank,
                               "nprobe": args.nprobe, "index_bytes": p.resident, "bytes_per_vector": round(p.per_vector(), 1),
                               "stored_bytes": faiss.serialize_index(index.index).nbytes if args.n <= 300_000 else None,
+                              "ids_bytes": p.ids, "fixed_bytes": p.fixed, "training_bytes": p.training,
                               "train_size": p.train_size, "build_s": round(build_s, 1), "qps": round(len(queries) / search_s, 1),
-                              "top20_of_flat": overlap, "peak_rss_mb": round(rss_peak_mb()), "threads": args.threads,
+                              "top20_of_flat": overlap, "peak_rss_mb": round(rss_peak_mb()), "rss_anon_mb": rss_anon_mb(), "threads": args.threads,
                               "load": os.getloadavg()[0]}), flush=True)
         del index
+
+
+def exact_top(shards, queries: np.ndarray, k: int) -> np.ndarray:
+    """Rows of the exact top-k by inner product, one shard at a time (the ground truth at any n)."""
+    best_s = np.full((len(queries), 0), -np.inf, np.float32)
+    best_r = np.zeros((len(queries), 0), np.int64)
+    lo = 0
+    for shard in shards:
+        scores = queries @ np.asarray(shard).T
+        top = np.argpartition(-scores, min(k, scores.shape[1] - 1), axis=1)[:, :k]
+        best_s = np.hstack([best_s, np.take_along_axis(scores, top, 1)])
+        best_r = np.hstack([best_r, top + lo])
+        keep = np.argsort(-best_s, axis=1)[:, :k]
+        best_s, best_r = np.take_along_axis(best_s, keep, 1), np.take_along_axis(best_r, keep, 1)
+        lo += len(shard)
+    return best_r
 
 
 def bm25(args) -> None:
@@ -132,6 +167,83 @@ def bm25(args) -> None:
                       "load": os.getloadavg()[0]}), flush=True)
 
 
+def e2e(args) -> None:
+    """Write the corpus (oracle passages, then filler) as a TSV, then time ``ctxcomp curve`` on it."""
+    import gzip
+    import subprocess
+    from collections import Counter
+
+    folder = Path(args.dir or tempfile.mkdtemp(prefix="bench-e2e-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    questions = Path(args.litm)
+    passages: dict[str, tuple[str, str]] = {}
+    with gzip.open(questions, "rt", encoding="utf-8") as f:
+        for line in f:
+            for ctx in json.loads(line)["ctxs"]:
+                passages.setdefault(ctx["text"], (ctx["text"], ctx.get("title", "")))
+    counts = Counter(w for text, _ in passages.values() for w in text.split())
+    words = np.array(list(counts))
+    weights = np.array(list(counts.values()), np.float64)
+    weights /= weights.sum()
+    corpus = folder / f"litm-plus-filler-{args.n}.tsv"
+    t0 = time.perf_counter()
+    if not corpus.exists():
+        rng = np.random.default_rng(0)
+        with open(corpus.with_suffix(".partial"), "w", encoding="utf-8") as out:
+            out.write("id\ttext\ttitle\n")
+            for i, (text, title) in enumerate(passages.values()):
+                out.write(f"litm{i}\t{_tsv(text)}\t{_tsv(title)}\n")
+            for lo in range(len(passages), args.n, 10_000):
+                block = rng.choice(words, size=(min(10_000, args.n - lo), 100), p=weights)
+                out.writelines(f"filler{lo + j}\t{_tsv(' '.join(ws))}\t\n" for j, ws in enumerate(block))
+        corpus.with_suffix(".partial").rename(corpus)
+    write_s = time.perf_counter() - t0
+    env = dict(os.environ, CTXCOMP_CACHE_DIR=str(folder / "cache"))
+    cmd = [sys.executable, "-m", "experiments.cli", "curve", "--litm", str(questions), "--corpus", str(corpus),
+           "--retriever", "bm25", "--reader", args.reader, "--limit", str(args.limit), "--out", str(folder / "run")]
+    t0 = time.perf_counter()
+    done = subprocess.run(cmd, env=env, cwd=Path(__file__).resolve().parents[1])
+    wall = time.perf_counter() - t0
+    curve = json.loads((folder / "run" / "curve.json").read_text()) if done.returncode == 0 else None
+    print(json.dumps({"what": "e2e", "n": args.n, "oracle_passages": len(passages), "limit": args.limit,
+                      "reader": args.reader, "rc": done.returncode, "corpus_write_s": round(write_s, 1),
+                      "curve_wall_s": round(wall, 1),
+                      "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024),
+                      "corpus_bytes": corpus.stat().st_size, "curve": curve, "load": os.getloadavg()[0]}), flush=True)
+
+
+def _tsv(text: str) -> str:
+    return text.replace("\t", " ").replace("\n", " ").replace('"', "'")
+
+
+FIT_KEYS = ("index_bytes", "ids_bytes", "build_s", "store_bytes", "index_disk_bytes", "peak_rss_mb", "rss_anon_mb")
+WIKIPEDIA = 21_015_324
+
+
+def fit(args) -> None:
+    """A least-squares line through each quantity against n, per (what, string, rerank), projected to 21M;
+    queries/s are fitted as seconds per query."""
+    rows = [json.loads(line) for path in args.files for line in Path(path).read_text().splitlines()
+            if line.startswith("{")]
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        groups.setdefault((r["what"], r.get("string"), r.get("rerank")), []).append(r)
+    for key, group in groups.items():
+        ns = sorted({r["n"] for r in group})
+        if len(ns) < 2:
+            continue
+        out = {"what": key[0], "string": key[1], "rerank": key[2], "ns": ns}
+        for name in FIT_KEYS + ("qps",):
+            pts = [(r["n"], 1 / r[name] if name == "qps" else r[name]) for r in group if r.get(name)]
+            if len({n for n, _ in pts}) < 2:
+                continue
+            slope, icept = np.polyfit(*zip(*pts), 1)
+            at = icept + slope * WIKIPEDIA
+            out[name] = {k: float(f"{v:.4g}") for k, v in
+                         {"per_passage": slope, "fixed": icept, "at_21M": 1 / at if name == "qps" else at}.items()}
+        print(json.dumps(out), flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="what", required=True)
@@ -148,8 +260,17 @@ def main() -> None:
     b.add_argument("--n", type=int, default=200_000)
     b.add_argument("--queries", type=int, default=200)
     b.add_argument("--dir")
+    e = sub.add_parser("e2e")
+    e.add_argument("--n", type=int, default=1_000_000)
+    e.add_argument("--litm", default=str(Path(os.environ.get("CTXCOMP_DATA_DIR", "data"))
+                                          / "lost_in_the_middle" / "nq-open-oracle.jsonl.gz"))
+    e.add_argument("--reader", default="extractive")
+    e.add_argument("--limit", type=int, default=500)
+    e.add_argument("--dir")
+    f = sub.add_parser("fit")
+    f.add_argument("files", nargs="+")
     args = ap.parse_args()
-    dense(args) if args.what == "dense" else bm25(args)
+    {"dense": dense, "bm25": bm25, "e2e": e2e, "fit": fit}[args.what](args)
 
 
 if __name__ == "__main__":
