@@ -5,6 +5,7 @@ and BM25 built in blocks; each size in a fresh process so peak RSS is its own.
     python benchmarks/bench_corpus.py bm25 --n 200000
     python benchmarks/bench_corpus.py e2e --n 1000000 --limit 500        # the curve over a 1M-passage corpus
     python benchmarks/bench_corpus.py fit results.jsonl                   # lines through the sizes, at 21M
+    python benchmarks/bench_corpus.py real --strings "IVF64,Flat;IVF64,SQ8"  # real MiniLM vectors, against exact
 
 Dense vectors are real-like, not real: 768-d, drawn as a mixture of 2,000 Gaussian clusters whose centres
 lie in a random 128-d subspace with a decaying spectrum, plus isotropic noise, then L2-normalised (sentence
@@ -18,7 +19,10 @@ exact top-20 an index finds is measured at any size.  ``e2e`` runs ``ctxcomp cur
 the Lost in the Middle oracle passages plus filler passages: 100 words each, drawn from the word frequencies of
 those real passages (seeded), so that BM25 meets distractors that share the questions' vocabulary; it reports
 the command's wall time and peak RSS.  ``fit`` fits a straight line (least squares) through each quantity
-against n and projects it to Wikipedia's 21,015,324 passages.
+against n and projects it to Wikipedia's 21,015,324 passages.  ``real`` embeds, with the packaged MiniLM,
+every distinct passage of the Lost in the Middle oracle file plus L-Eval's documents (the four files under
+``leval/``) cut into 100-word passages, and measures each string against the exact top-20 and by answer
+recall@20 over the NQ-Open questions (Lost in the Middle's answer matching).
 """
 from __future__ import annotations
 
@@ -212,6 +216,53 @@ def e2e(args) -> None:
                       "corpus_bytes": corpus.stat().st_size, "curve": curve, "load": os.getloadavg()[0]}), flush=True)
 
 
+def real(args) -> None:
+    import faiss
+
+    from experiments.protocols.corpus import load_litm_corpus
+    from retrievers.metrics import hit_has_answer
+    from retrievers.sentence_transformers import SentenceTransformerEncoder, packaged_minilm_path
+
+    faiss.omp_set_num_threads(args.threads)
+    data = Path(os.environ.get("CTXCOMP_DATA_DIR", "data"))
+    questions, passages = load_litm_corpus(data / "lost_in_the_middle" / "nq-open-oracle.jsonl.gz")
+    texts = [f"{p.title} {p.text}" for p in passages]
+    for path in sorted((data / "leval").glob("*.jsonl")):
+        docs = dict.fromkeys(json.loads(line)["input"] for line in path.read_text(encoding="utf-8").splitlines())
+        for doc in docs:
+            words = doc.split()
+            texts += [" ".join(words[i: i + 100]) for i in range(0, len(words), 100)]
+    questions = questions[: args.limit]
+    cache = Path(args.dir or tempfile.mkdtemp(prefix="bench-real-")) / f"minilm-{len(texts)}.npy"
+    t0 = time.perf_counter()
+    enc = SentenceTransformerEncoder(str(packaged_minilm_path()), device="cpu")
+    if cache.exists():
+        docs = np.load(cache)
+    else:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        docs = np.asarray(enc.encode_documents(texts), np.float32)
+        np.save(cache, docs)
+    encode_s = time.perf_counter() - t0
+    queries = np.asarray(enc.encode_queries([q.query for q in questions]), np.float32)
+    exact = exact_top([docs], queries, 20)
+
+    def recall(rows) -> float:
+        return float(np.mean([any(hit_has_answer(texts[r], q.answers) for r in row if r >= 0)
+                              for q, row in zip(questions, rows)]))
+
+    base = {"what": "real", "passages": len(texts), "litm_passages": len(passages), "queries": len(questions),
+            "dim": docs.shape[1], "encode_s": round(encode_s, 1)}
+    print(json.dumps({**base, "string": "exact", "top20_of_flat": 1.0, "recall@20": recall(exact)}), flush=True)
+    for string in args.strings.split(";"):
+        index = RowIndex.build(string, docs.shape[1], len(docs), lambda: iter([docs]))
+        for rerank in (0, args.rerank):
+            _, rows = index.search(queries, 20, nprobe=args.nprobe if "IVF" in string else None, rerank=rerank,
+                                   vectors=(lambda r: docs[r]) if rerank else None)
+            share = float(np.mean([len(set(a) & set(b)) / 20 for a, b in zip(rows, exact)]))
+            print(json.dumps({**base, "string": string, "nprobe": args.nprobe, "rerank": rerank,
+                              "top20_of_flat": round(share, 3), "recall@20": round(recall(rows), 3)}), flush=True)
+
+
 def _tsv(text: str) -> str:
     return text.replace("\t", " ").replace("\n", " ").replace('"', "'")
 
@@ -267,10 +318,17 @@ def main() -> None:
     e.add_argument("--reader", default="extractive")
     e.add_argument("--limit", type=int, default=500)
     e.add_argument("--dir")
+    r = sub.add_parser("real")
+    r.add_argument("--strings", default="IVF64,Flat;IVF64,SQ8;IVF64,SQ4;IVF64,PQ48x4;IVF64,PQ96x4;HNSW32,Flat")
+    r.add_argument("--nprobe", type=int, default=8)
+    r.add_argument("--rerank", type=int, default=100)
+    r.add_argument("--limit", type=int, default=2655)
+    r.add_argument("--threads", type=int, default=1)
+    r.add_argument("--dir")
     f = sub.add_parser("fit")
     f.add_argument("files", nargs="+")
     args = ap.parse_args()
-    {"dense": dense, "bm25": bm25, "e2e": e2e, "fit": fit}[args.what](args)
+    {"dense": dense, "bm25": bm25, "e2e": e2e, "real": real, "fit": fit}[args.what](args)
 
 
 if __name__ == "__main__":
