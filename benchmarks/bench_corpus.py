@@ -57,6 +57,21 @@ def rss_anon_mb() -> float | None:
     return None if kb is None else round(kb / 1024)
 
 
+class PeakAnon:
+    """The largest :func:`rss_anon_mb` seen, sampled every half second on a daemon thread."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.peak = rss_anon_mb() or 0
+        threading.Thread(target=self._watch, daemon=True).start()
+
+    def _watch(self) -> None:
+        while True:
+            self.peak = max(self.peak, rss_anon_mb() or 0)
+            time.sleep(0.5)
+
+
 def real_like(n: int, dim: int, seed: int, block: int = 50_000):
     """Blocks of the real-like vectors described above (the same for a given seed and n)."""
     rng = np.random.default_rng(seed)
@@ -100,6 +115,7 @@ def dense(args) -> None:
         return out
 
     exact = exact_top(shards, queries, 20)
+    anon = PeakAnon()
     for string in args.strings.split(";"):
         p = plan(string, args.n, args.dim)
         t0 = time.perf_counter()
@@ -116,7 +132,8 @@ def dense(args) -> None:
                               "stored_bytes": faiss.serialize_index(index.index).nbytes if args.n <= 300_000 else None,
                               "ids_bytes": p.ids, "fixed_bytes": p.fixed, "training_bytes": p.training,
                               "train_size": p.train_size, "build_s": round(build_s, 1), "qps": round(len(queries) / search_s, 1),
-                              "top20_of_flat": overlap, "peak_rss_mb": round(rss_peak_mb()), "rss_anon_mb": rss_anon_mb(), "threads": args.threads,
+                              "top20_of_flat": overlap, "peak_rss_mb": round(rss_peak_mb()), "rss_anon_mb": rss_anon_mb(),
+                              "peak_anon_mb": anon.peak, "threads": args.threads,
                               "load": os.getloadavg()[0]}), flush=True)
         del index
 
@@ -153,10 +170,11 @@ def bm25(args) -> None:
             for i, ws in enumerate(words):
                 yield f"d{lo + i}", " ".join(ws), ""
 
+    anon = PeakAnon()
     t0 = time.perf_counter()
     store = build_store(folder / "store.sqlite", rows, source=f"zipf-{args.n}").store
     store_s = time.perf_counter() - t0
-    rss_store = rss_peak_mb()
+    rss_store, anon_store = rss_peak_mb(), anon.peak
     t0 = time.perf_counter()
     engine = BM25Engine(store, folder / "bm25", use_title=False)
     build_s = time.perf_counter() - t0
@@ -168,6 +186,7 @@ def bm25(args) -> None:
     print(json.dumps({"what": "bm25", "n": args.n, "store_s": round(store_s, 1), "build_s": round(build_s, 1),
                       "qps": round(qps, 1), "store_bytes": store.path.stat().st_size, "index_disk_bytes": disk,
                       "peak_rss_mb_store": round(rss_store), "peak_rss_mb": round(rss_peak_mb()),
+                      "peak_anon_mb_store": anon_store, "peak_anon_mb": anon.peak,
                       "load": os.getloadavg()[0]}), flush=True)
 
 
@@ -267,7 +286,8 @@ def _tsv(text: str) -> str:
     return text.replace("\t", " ").replace("\n", " ").replace('"', "'")
 
 
-FIT_KEYS = ("index_bytes", "ids_bytes", "build_s", "store_bytes", "index_disk_bytes", "peak_rss_mb", "rss_anon_mb")
+FIT_KEYS = ("index_bytes", "ids_bytes", "build_s", "store_bytes", "index_disk_bytes", "peak_rss_mb", "rss_anon_mb",
+            "peak_anon_mb")
 WIKIPEDIA = 21_015_324
 
 
