@@ -307,7 +307,8 @@ def _look(run_dir: Path, growing: list[Cell], n: dict[str, int], caps: dict[str,
             decision = UNINFORMATIVE.format(edge) if edge is not None else NOT_DECIDED_AT_MAX
         if decision:
             record["decision"], record["look"] = decision, k
-        rows.append({"task": c.task, "config_hash": c.config_hash, **asdict(seen), "decision": decision})
+        rows.append({"task": c.task, "config_hash": c.config_hash, **asdict(seen), "decision": decision,
+                     "edge": edge})
     return {"look": k, "n": dict(n), "cells": rows}
 
 

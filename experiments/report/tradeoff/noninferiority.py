@@ -95,6 +95,14 @@ def smallest_noninferior_table(rows: Sequence[dict[str, Any]]) -> Table:
     return header, body
 
 
+def _open(row: dict[str, Any]) -> str:
+    """An undecided cell; one whose full score sat at the floor (or both at the ceiling) at its last look says
+    so, as the non-inferiority table does: it is kept open, since full's mean may leave the edge as n grows."""
+    from experiments.inference.verdicts import UNINFORMATIVE
+
+    return f"open ({UNINFORMATIVE.format(row['edge'])} at this look)" if row.get("edge") else "open"
+
+
 def sequential_table(data: RunData) -> Table:
     """The looks of a run that grew until each cell was decided (``ctxcomp run --until-decided``; its manifest's
     ``sequential`` entry): per cell, the last look it was read at, its n and documents there, the log-wealth of
@@ -123,5 +131,5 @@ def sequential_table(data: RunData) -> Table:
                      f"{row.get('log_wealth_not_worse', float('nan')):.2f}",
                      f"{row.get('log_wealth_worse', float('nan')):.2f}", f"{row.get('threshold', float('nan')):.2f}",
                      interval, state["cells"].get(f"{key[0]}\x1f{key[1]}", {}).get("decision") or row["decision"] or
-                     "open"])
+                     _open(row)])
     return header, body

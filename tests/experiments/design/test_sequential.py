@@ -218,3 +218,22 @@ def test_the_report_of_a_grown_run_shows_its_looks_and_what_error_is_controlled(
     assert ("Holm's adjustment controls the family-wise error" in md) == bool(tested)
     rows = (grown.run_dir / "tables" / "sequential.csv").read_text().splitlines()
     assert len(rows) == 1 + len(grown.state["cells"])
+    # a cell the fixed-n table calls uninformative is called so by the looks table too, decided or still open
+    fixed = (grown.run_dir / "tables" / "noninferiority.csv").read_text().splitlines()[1:]
+    assert sum("uninformative" in r for r in rows) == sum("uninformative" in r for r in fixed) > 0
+
+
+def test_a_cell_left_open_at_the_floor_says_so_in_the_looks_table(tmp_path, shared_data):
+    """Stopped for cost after the first look: natural_question's extractive full scores within the margin of 0,
+    so the fixed-n table calls its cells uninformative, and the looks table (the run's verdicts) says the same of
+    the cells it keeps open, instead of a bare "open"."""
+    from experiments.report.write import write_report
+
+    out = grow(_config(shared_data), tmp_path / "run", Limits(step=12, max_n=36, max_cost=CostLimit.parse("12calls")),
+               progress=False)
+    assert len(out.state["looks"]) == 1 and "max-cost" in out.state["stopped"]
+    rows = [r for look in out.state["looks"] for r in look["cells"]]
+    assert rows and all(r["edge"] == "0" and not r["decision"] for r in rows)
+    write_report(out.run_dir, plots=False)
+    table = (out.run_dir / "tables" / "sequential.csv").read_text().splitlines()[1:]
+    assert table and all("open (uninformative: the reference scores 0 at this look)" in r for r in table)
