@@ -275,10 +275,12 @@ def real(args) -> None:
     for string in args.strings.split(";"):
         index = RowIndex.build(string, docs.shape[1], len(docs), lambda: iter([docs]))
         for rerank in (0, args.rerank):
-            _, rows = index.search(queries, 20, nprobe=args.nprobe if "IVF" in string else None, rerank=rerank,
+            _, rows = index.search(queries, 20, nprobe=args.nprobe if "IVF" in string else None,
+                                   ef_search=args.ef_search if "HNSW" in string else None, rerank=rerank,
                                    vectors=(lambda r: docs[r]) if rerank else None)
             share = float(np.mean([len(set(a) & set(b)) / 20 for a, b in zip(rows, exact)]))
-            print(json.dumps({**base, "string": string, "nprobe": args.nprobe, "rerank": rerank,
+            print(json.dumps({**base, "string": string, "nprobe": args.nprobe, "ef_search": args.ef_search,
+                              "rerank": rerank,
                               "top20_of_flat": round(share, 3), "recall@20": round(recall(rows), 3)}), flush=True)
 
 
@@ -341,6 +343,7 @@ def main() -> None:
     r = sub.add_parser("real")
     r.add_argument("--strings", default="IVF64,Flat;IVF64,SQ8;IVF64,SQ4;IVF64,PQ48x4;IVF64,PQ96x4;HNSW32,Flat")
     r.add_argument("--nprobe", type=int, default=8)
+    r.add_argument("--ef-search", type=int, default=64)
     r.add_argument("--rerank", type=int, default=100)
     r.add_argument("--limit", type=int, default=2655)
     r.add_argument("--threads", type=int, default=1)
