@@ -93,18 +93,20 @@ def dense(args) -> None:
     faiss.omp_set_num_threads(args.threads)
     folder = Path(args.dir or tempfile.mkdtemp(prefix="bench-corpus-"))
     folder.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
     paths = []
     for i, block in enumerate(real_like(args.n, args.dim, 0)):
         path = folder / f"shard-{i:05d}.npy"
         if not path.exists():
-            np.save(path, block)
+            write_shard(path, block.astype(args.dtype))
         paths.append(path)
     shards = [np.load(p, mmap_mode="r") for p in paths]
+    write_s = time.perf_counter() - t0
     offsets = np.cumsum([0] + [len(s) for s in shards])
     rng = np.random.default_rng(1)
     picks = rng.choice(args.n, args.queries, replace=False)
     queries = np.stack([shards[np.searchsorted(offsets, r, "right") - 1][r - offsets[np.searchsorted(offsets, r, "right") - 1]] for r in picks])
-    queries = queries + 0.05 * rng.standard_normal(queries.shape).astype(np.float32)
+    queries = queries.astype(np.float32) + 0.05 * rng.standard_normal(queries.shape).astype(np.float32)
     queries /= np.linalg.norm(queries, axis=1, keepdims=True)
 
     def vectors(rows):
@@ -114,28 +116,52 @@ def dense(args) -> None:
             out[j] = shards[s][r - offsets[s]]
         return out
 
-    exact = exact_top(shards, queries, 20)
+    t0 = time.perf_counter()
+    cached = folder / f"exact-top20-{args.queries}q.npy"
+    exact = np.load(cached) if cached.exists() else exact_top(shards, queries, 20)
+    np.save(cached, exact)
+    exact_s = time.perf_counter() - t0
+    print(json.dumps({"what": "dense-shards", "n": args.n, "dtype": args.dtype, "shard_write_s": round(write_s, 1),
+                      "exact_scan_s": round(exact_s, 1), "shard_bytes": sum(p.stat().st_size for p in paths),
+                      "load": os.getloadavg()[0]}), flush=True)
     anon = PeakAnon()
     for string in args.strings.split(";"):
-        p = plan(string, args.n, args.dim)
+        p = plan(string, args.n, args.dim, train_size=args.train_size)
         t0 = time.perf_counter()
-        index = RowIndex.build(string, args.dim, args.n, lambda: (np.asarray(s) for s in shards))
+        index = RowIndex.build(string, args.dim, args.n, lambda: (np.asarray(s) for s in shards),
+                               train_size=args.train_size, say=lambda m: print(m, file=sys.stderr, flush=True))
         build_s = time.perf_counter() - t0
+        built = {"peak_anon_mb_build": anon.peak, "rss_anon_mb_built": rss_anon_mb()}
+        if args.save:  # as the product serves it: written, then read back memory-mapped
+            saved = folder / f"{string.replace(',', '_')}.faiss"
+            index.save(saved)
+            del index
+            index = RowIndex.load(saved, string)
+            built["index_file_bytes"] = saved.stat().st_size
         for rerank in ([0] if string == "Flat" else [0, args.rerank]):
-            t0 = time.perf_counter()
-            nprobe = args.nprobe if "IVF" in string else None
-            _, rows = index.search(queries, 20, nprobe=nprobe, rerank=rerank, vectors=vectors if rerank else None)
-            search_s = time.perf_counter() - t0
-            overlap = float(np.mean([len(set(a) & set(b)) / 20 for a, b in zip(rows, exact)]))
-            print(json.dumps({"what": "dense", "string": string, "n": args.n, "dim": args.dim, "rerank": rerank,
-                              "nprobe": args.nprobe, "index_bytes": p.resident, "bytes_per_vector": round(p.per_vector(), 1),
-                              "stored_bytes": faiss.serialize_index(index.index).nbytes if args.n <= 300_000 else None,
-                              "ids_bytes": p.ids, "fixed_bytes": p.fixed, "training_bytes": p.training,
-                              "train_size": p.train_size, "build_s": round(build_s, 1), "qps": round(len(queries) / search_s, 1),
-                              "top20_of_flat": overlap, "peak_rss_mb": round(rss_peak_mb()), "rss_anon_mb": rss_anon_mb(),
-                              "peak_anon_mb": anon.peak, "threads": args.threads,
-                              "load": os.getloadavg()[0]}), flush=True)
+            for nprobe in [int(x) for x in str(args.nprobe).split(",")] if "IVF" in string else [None]:
+                t0 = time.perf_counter()
+                _, rows = index.search(queries, 20, nprobe=nprobe, rerank=rerank, vectors=vectors if rerank else None)
+                search_s = time.perf_counter() - t0
+                overlap = float(np.mean([len(set(a) & set(b)) / 20 for a, b in zip(rows, exact)]))
+                print(json.dumps({"what": "dense", "string": string, "n": args.n, "dim": args.dim, "rerank": rerank,
+                                  "nprobe": nprobe, "shard_dtype": args.dtype, "index_bytes": p.resident,
+                                  "bytes_per_vector": round(p.per_vector(), 1),
+                                  "stored_bytes": faiss.serialize_index(index.index).nbytes if args.n <= 300_000 else None,
+                                  "ids_bytes": p.ids, "fixed_bytes": p.fixed, "training_bytes": p.training,
+                                  "train_size": p.train_size, "build_s": round(build_s, 1),
+                                  "qps": round(len(queries) / search_s, 1), "top20_of_flat": overlap,
+                                  "peak_rss_mb": round(rss_peak_mb()), "rss_anon_mb": rss_anon_mb(),
+                                  "peak_anon_mb": anon.peak, **built, "threads": args.threads,
+                                  "load": os.getloadavg()[0]}), flush=True)
         del index
+
+
+def write_shard(path: Path, block: np.ndarray) -> None:
+    """Whole or not at all, as the encoder writes its shards: a killed run leaves no half shard to reuse."""
+    tmp = path.with_suffix(".partial.npy")
+    np.save(tmp, block)
+    os.replace(tmp, path)
 
 
 def exact_top(shards, queries: np.ndarray, k: int) -> np.ndarray:
@@ -324,10 +350,13 @@ def main() -> None:
     d.add_argument("--n", type=int, default=100_000)
     d.add_argument("--dim", type=int, default=768)
     d.add_argument("--strings", default="Flat;IVF256,SQ8;IVF256,PQ64")
-    d.add_argument("--nprobe", type=int, default=16)
+    d.add_argument("--nprobe", default="16", help="one value or several, comma-separated (each searched)")
     d.add_argument("--rerank", type=int, default=100)
     d.add_argument("--queries", type=int, default=200)
     d.add_argument("--threads", type=int, default=1)
+    d.add_argument("--dtype", choices=("float32", "float16"), default="float32", help="of the shards on disk")
+    d.add_argument("--train-size", type=int, help="vectors to train on (default: 64 a list)")
+    d.add_argument("--save", action="store_true", help="write the index and search it read back memory-mapped")
     d.add_argument("--dir")
     b = sub.add_parser("bm25")
     b.add_argument("--n", type=int, default=200_000)

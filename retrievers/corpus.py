@@ -122,7 +122,8 @@ class DenseIndexSettings:
     ``index``: a FAISS factory string, a name (``flat``, ``hnsw``, ``ivf``) or ``auto``; ``nprobe`` /
     ``ef_search``: search parameters; ``rerank``: re-score this many candidates exactly from the shards (0:
     none); ``max_memory``: the budget in bytes (None: the free memory only); ``train_size``: vectors to
-    train on (None: FAISS's guideline); ``seed``: the training sample's.
+    train on (None: FAISS's guideline); ``seed``: the training sample's; ``shard_dtype``: of the embedding
+    shards on disk (``float16`` halves them; the index is built and re-ranks in float32 all the same).
     """
 
     index: str = "flat"
@@ -132,6 +133,7 @@ class DenseIndexSettings:
     max_memory: int | None = None
     train_size: int | None = None
     seed: int = 0
+    shard_dtype: str = "float32"
     extra: dict = field(default_factory=dict)
 
     @classmethod
@@ -141,7 +143,8 @@ class DenseIndexSettings:
 
         merged = {**params, **{k: v for k, v in overrides.items() if v is not None}}
         known = {k: merged.pop(k) for k in list(merged) if k in ("index", "nprobe", "ef_search", "rerank",
-                                                                   "max_memory", "train_size", "seed")}
+                                                                   "max_memory", "train_size", "seed",
+                                                                   "shard_dtype")}
         if known.get("max_memory") is not None:
             known["max_memory"] = parse_bytes(known["max_memory"], "max_memory")
         return cls(**known, extra=merged)
@@ -162,7 +165,7 @@ class DenseEngine:
         texts = _StoreSequence(store, retriever.use_title)
         digest = hashlib.sha256(store.source.encode()).hexdigest()
         self.shards = ShardStore.open(folder, model_id=encoder.model_id, use_title=retriever.use_title, texts=texts,
-                                      shard_size=shard_size, digest=digest)
+                                      shard_size=shard_size, digest=digest, dtype=settings.shard_dtype)
         todo = self.shards.missing()
         say(f"embedding shards in {folder}: {self.shards.shards - len(todo)} of {self.shards.shards} already there")
         if todo:
@@ -211,7 +214,7 @@ class DenseEngine:
         return index
 
     def vectors(self, rows: np.ndarray) -> np.ndarray:
-        """Full float32 vectors of ``rows``, read from the memory-mapped shards (exact re-ranking)."""
+        """Full vectors of ``rows`` as float32, read from the memory-mapped shards (exact re-ranking)."""
         size = int(self.shards.manifest["shard_size"])
         out = np.empty((len(rows), self.index.dim), dtype=np.float32)
         for j, row in enumerate(rows):

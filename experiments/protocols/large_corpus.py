@@ -22,7 +22,7 @@ from core.registry import ComponentSpec
 from indexes.types import Passage
 
 # the keys of a dense retriever's params that describe its corpus index, not the retriever itself
-INDEX_KEYS = ("index", "nprobe", "ef_search", "rerank", "max_index_memory", "train_size", "seed")
+INDEX_KEYS = ("index", "nprobe", "ef_search", "rerank", "max_index_memory", "train_size", "seed", "shard_dtype")
 
 
 def is_corpus_file(value: str | Path) -> bool:
@@ -52,7 +52,7 @@ def open_corpus_search(corpus: str | Path, retriever: Any, *, index: dict | None
     """A ``retrievers.corpus.CorpusSearch`` of ``retriever`` (a section or name) over ``corpus``.
 
     ``index``: settings for a dense index (``index``, ``nprobe``, ``ef_search``, ``rerank``,
-    ``max_index_memory``, ``train_size``, ``seed``) over those in the retriever's params.  ``pool_for(section)``:
+    ``max_index_memory``, ``train_size``, ``seed``, ``shard_dtype``) over those in the retriever's params.  ``pool_for(section)``:
     a factory of the encoder pool (Ray) for the retriever's own section, or None to encode here.
     """
     from experiments.protocols.corpus_stream import open_corpus
@@ -88,7 +88,8 @@ def open_corpus_search(corpus: str | Path, retriever: Any, *, index: dict | None
     overrides = {("max_memory" if k == "max_index_memory" else k): v for k, v in (index or {}).items()}
     given = {("max_memory" if k == "max_index_memory" else k): v for k, v in given.items()}
     settings = DenseIndexSettings.from_params(given, **overrides)
-    folder = corpus_folder(root, store, f"{built.encoder.model_id}-{'title' if built.use_title else 'notitle'}")
+    folder = corpus_folder(root, store, f"{built.encoder.model_id}-{'title' if built.use_title else 'notitle'}"
+                           + ("" if settings.shard_dtype == "float32" else f"-{settings.shard_dtype}"))
     with progress_bar(None, "encode", unit="shard", enabled=progress, leave=False) as bar:
         engine = DenseEngine(built, store, folder, settings, pool_for=pool_for(section) if pool_for else None, say=say,
                              on_shard=lambda _i: bar.update(1))

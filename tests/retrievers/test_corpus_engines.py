@@ -148,3 +148,51 @@ def test_running_out_of_memory_while_building_is_one_line(store, tmp_path, monke
     with pytest.raises(UserError, match=r"^out of memory building 'IVF16,Flat' over 3,000 x 48 in this process: "
                                         r"the plan needs .* is free now; give a smaller --index"):
         _dense(store, tmp_path / "m", [], index="IVF16,Flat")
+
+
+def test_float16_shards_take_half_the_disk_and_re_rank_to_the_float32_hits(store, tmp_path):
+    """Wikipedia's 768-d shards are 64.5 GB as float32; float16 halves them.  The index is built from the
+    float16 rows cast back, and the re-ranking reads them as float32: the top-10 is the float32 one up to
+    near-ties, and every re-ranked score is within float16's rounding of the exact one."""
+    wide = _dense(store, tmp_path / "f32", [], index="IVF16,SQ8", nprobe=16, train_size=1000, rerank=50)
+    half = _dense(store, tmp_path / "f16", [], index="IVF16,SQ8", nprobe=16, train_size=1000, rerank=50,
+                  shard_dtype="float16")
+    for i in range(half.shards.shards):
+        assert half.shards.read(i).dtype == np.float16
+        assert half.shards.path(i).stat().st_size < 0.55 * wide.shards.path(i).stat().st_size
+    queries = [" ".join(random.Random(q).choices(WORDS, k=4)) for q in range(40)]
+    qvecs = Hashed().encode_queries(queries)
+    got_scores, got_rows = half.search_rows(queries, 10)
+    want_scores, want_rows = wide.search_rows(queries, 10)
+    overlap = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(got_rows, want_rows)])
+    assert overlap >= 0.97, overlap
+    for q, (scores, rows) in enumerate(zip(got_scores, got_rows)):  # against the float32 shards' rows
+        np.testing.assert_allclose(scores, wide.vectors(rows) @ qvecs[q], atol=2e-3)
+
+
+def test_a_shard_folder_of_one_dtype_is_never_filled_with_another(store, tmp_path):
+    from retrievers.shards import ShardStore
+
+    _dense(store, tmp_path / "d", [], index="flat")
+    with pytest.raises(UserError, match=r"another corpus or encoder \(dtype differ"):
+        _dense(store, tmp_path / "d", [], index="flat", shard_dtype="float16")
+    with pytest.raises(UserError, match="shard_dtype must be one of float32, float16, got 'int8'"):
+        _dense(store, tmp_path / "e", [], index="flat", shard_dtype="int8")
+    # a folder written before shards had a dtype is float32
+    manifest = tmp_path / "d" / "manifest.json"
+    old = {k: v for k, v in __import__("json").loads(manifest.read_text()).items() if k != "dtype"}
+    manifest.write_text(__import__("json").dumps(old))
+    again: list[str] = []
+    _dense(store, tmp_path / "d", again, index="flat")
+    assert again[0] == f"embedding shards in {tmp_path / 'd'}: 3 of 3 already there"
+    assert ShardStore.load(tmp_path / "d").dtype == np.float32
+
+
+def test_a_vector_beyond_float16_is_refused_not_stored_as_infinity(tmp_path):
+    from retrievers.shards import ShardStore
+
+    shards = ShardStore.open(tmp_path, model_id="m", use_title=False, texts=["a", "b"], shard_size=2,
+                             dtype="float16")
+    with pytest.raises(UserError, match=r"shard 0: a vector does not fit float16 .*shard_dtype float32"):
+        shards.write(0, np.array([[1.0, 7e4], [0.0, 1.0]], dtype=np.float32))
+    assert shards.missing() == [0]

@@ -123,3 +123,9 @@ def test_a_dense_index_string_through_retrieve_with_its_plan_and_refusal(oracle_
     assert json.loads(res.stdout.strip().splitlines()[-1]) == flat  # every list probed, then re-ranked exactly
     res = runner.invoke(app, [*base, "--index", "flat", "--nprobe", "8"])
     assert res.exit_code == 2 and "nprobe applies to IVF indexes; 'Flat' has none" in res.output
+    res = runner.invoke(app, [*base, "--index", "IVF8,SQ8", "--nprobe", "8", "--rerank", "50", "--shard-dtype",
+                              "float16", "--json"])
+    assert res.exit_code == 0, res.output
+    assert "-title-float16: 0 of 1 already there" in res.output  # its own shard folder, beside the float32 one
+    half = json.loads(res.stdout.strip().splitlines()[-1])
+    assert half == pytest.approx(flat, abs=0.02)  # float16's rounding moves no answer in or out of the top 20
