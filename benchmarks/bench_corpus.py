@@ -2,6 +2,8 @@
 and BM25 built in blocks; each size in a fresh process so peak RSS is its own.
 
     python benchmarks/bench_corpus.py dense --n 100000 --strings "Flat;IVF256,SQ8;IVF256,PQ64" --rerank 100
+    python benchmarks/bench_corpus.py dense --n 21015324 --strings "IVF16384_HNSW32,SQ4" --dtype float16 \
+        --train-size 262144 --nprobe 16,32,64 --threads 2 --save     # Wikipedia's size: 32 GB of float16 shards
     python benchmarks/bench_corpus.py bm25 --n 200000
     python benchmarks/bench_corpus.py e2e --n 1000000 --limit 500        # the curve over a 1M-passage corpus
     python benchmarks/bench_corpus.py fit results.jsonl                   # lines through the sizes, at 21M
@@ -15,7 +17,10 @@ writes them, and the index is built from the memory-mapped shards.  BM25 passage
 Zipf(1.1) vocabulary of 200,000 words.  One line of JSON per measurement, with the load average beside it.
 
 ``dense`` finds the exact top-20 by scanning the shards (no flat index need be held), so the share of the
-exact top-20 an index finds is measured at any size.  ``e2e`` runs ``ctxcomp curve --corpus`` with BM25 over
+exact top-20 an index finds is measured at any size (and is kept in ``--dir``, so a second string over the same
+shards does not scan again).  ``--dtype float16`` writes the shards as ``--shard-dtype float16`` does (half the
+disk; the index is built from them cast to float32); ``--save`` writes the index and searches it read back
+memory-mapped, as ``ctxcomp`` serves a corpus index.  ``e2e`` runs ``ctxcomp curve --corpus`` with BM25 over
 the Lost in the Middle oracle passages plus filler passages: 100 words each, drawn from the word frequencies of
 those real passages (seeded), so that BM25 meets distractors that share the questions' vocabulary; it reports
 the command's wall time and peak RSS.  ``fit`` fits a straight line (least squares) through each quantity
