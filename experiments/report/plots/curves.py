@@ -44,7 +44,7 @@ def plot_curve(rows: Iterable[Any], path: str | Path, *, saturation: Mapping[str
                         linestyle="none", label=f"{name} saturates (k={k_sat})")
         all_ks = sorted({r.k for r in rows} | set(ks))
         ax.set_xscale("log")  # ks are spread geometrically (1, 2, 5, 10, 20, 50)
-        ax.set_xticks(all_ks, [str(k) for k in all_ks])
+        ax.set_xticks(all_ks, tick_labels(all_ks))
         ax.minorticks_off()
         ax.set_xlabel("k (retrieved passages)")
         ax.set_ylabel("recall / accuracy (%)")
@@ -53,6 +53,22 @@ def plot_curve(rows: Iterable[Any], path: str | Path, *, saturation: Mapping[str
         ax.grid(alpha=0.3)
         fig.legend(loc="outside lower center", ncol=1, frameon=False)
         return save(fig, path)
+
+
+def tick_labels(ks: Sequence[int], *, ratio: float = 1.3) -> list[str]:
+    """A label for each k on a log axis, left blank where it would run into its neighbour (30, 40, 50 sit
+    closer than the labels are wide); the smallest and the largest k are always labelled."""
+    labels = ["" for _ in ks]
+    last = None
+    for i, k in enumerate(ks):
+        if last is None or k >= last * ratio:
+            labels[i], last = str(k), k
+    if ks and not labels[-1]:
+        kept = [i for i, text in enumerate(labels) if text]
+        if len(kept) > 1 and ks[-1] < ks[kept[-1]] * ratio:
+            labels[kept[-1]] = ""
+        labels[-1] = str(ks[-1])
+    return labels
 
 
 # Colours and markers follow the compressor's name (and a retrieval line's retriever and order), never a config hash,

@@ -1,9 +1,11 @@
 """Plots: each writes a valid PNG and SVG with the requested content."""
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 
 from experiments.report.curve import CurveRow
+from experiments.report.plots.curves import tick_labels
 from experiments.report.plots import (
     plot_curve,
     plot_delta_forest,
@@ -30,6 +32,17 @@ def test_plot_curve_with_bands_and_the_saturation_mark(tmp_path):
     rows.append(CurveRow("nq", "smollm2", 50, None, None, None, None, 0, 30, "all 30 examples failed"))
     svg = _check(plot_curve(rows, tmp_path / "curve.png", saturation={"smollm2": 5}), tmp_path, "curve")
     assert "retriever recall@k" in svg and "smollm2 accuracy" in svg and "smollm2 saturates (k=5)" in svg
+
+
+def test_the_curve_labels_no_two_ks_on_top_of_each_other(tmp_path):
+    """k = 30, 40, 50 sit closer on a log axis than their labels are wide: one of them goes unlabelled."""
+    ks = [1, 2, 3, 5, 10, 20, 30, 40, 50]
+    rows = [CurveRow("nq", "extractive", k, 50.0 + k / 2, (40.0, 60.0), 40.0, (30.0, 50.0), 30, 0) for k in ks]
+    svg = _check(plot_curve(rows, tmp_path / "c.png"), tmp_path, "c")
+    labels = re.findall(r"<!-- (\d+) -->", svg)  # the x ticks' texts, then the y axis's (0, 20, ..., 100)
+    assert labels[:labels.index("0")] == ["1", "2", "3", "5", "10", "20", "30", "50"]
+    assert tick_labels([1, 2, 5, 10, 20, 50]) == ["1", "2", "5", "10", "20", "50"]
+    assert tick_labels([1, 10, 45, 50]) == ["1", "10", "", "50"]  # the largest k keeps its label
 
 
 def test_plot_position_with_reference_lines(tmp_path):
