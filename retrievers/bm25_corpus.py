@@ -150,9 +150,16 @@ def _pass_scores(part: Path, lengths: np.ndarray, df: np.ndarray, k1: float, b: 
 
 
 class BM25Corpus:
-    """A built folder, loaded memory-mapped: ``search(queries, k)`` gives (scores, rows) as int64 row numbers."""
+    """A built folder, loaded memory-mapped: ``search(queries, k)`` gives (scores, rows) as int64 row numbers.
+
+    A query is scored only where its terms' columns have rows (``scores_of``), with bm25s's own sums; bm25s's
+    ``get_scores`` fills and ranks a vector of every passage per query, which at 21M passages is most of a
+    query's time (``benchmarks/bench_corpus.py bm25`` times the two side by side).
+    """
 
     def __init__(self, folder: str | os.PathLike) -> None:
+        import threading
+
         import bm25s
 
         self.folder = Path(folder)
@@ -162,23 +169,51 @@ class BM25Corpus:
         self.lang, self.n = info["lang"], int(info["n"])
         self.engine = bm25s.BM25.load(str(self.folder), mmap=True, show_progress=False)
         self.vocab: dict[str, int] = self.engine.vocab_dict
+        self._sums: np.ndarray | None = None  # 4 bytes a passage, zero between queries
+        self._lock = threading.Lock()
+
+    def scores_of(self, ids: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, scores): every passage holding a token of ``ids`` (a row once per token it holds) and its
+        score, the sum over ``ids`` of the columns' scores added in the same order as bm25s's ``np.add.at``, so
+        the float32 sums are bm25s's bit for bit (lucene scores a missing term 0, so no other row scores)."""
+        data, indices, indptr = (self.engine.scores[k] for k in ("data", "indices", "indptr"))
+        with self._lock:
+            if self._sums is None:
+                self._sums = np.zeros(self.n, dtype=data.dtype)
+            sums, touched = self._sums, []
+            for t in ids:  # a column's rows are distinct, so a fancy-index add is exact
+                rows = np.asarray(indices[indptr[t]: indptr[t + 1]])
+                sums[rows] += np.asarray(data[indptr[t]: indptr[t + 1]])
+                touched.append(rows)
+            rows = np.concatenate(touched) if touched else np.zeros(0, np.int32)
+            scores = sums[rows]
+            sums[rows] = 0
+        return rows.astype(np.int64), scores
 
     def search(self, queries: Sequence[str], k: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
-        """Per query, the best ``k`` scores and their row numbers (int64), best first; passages sharing no
-        token with the query are left out."""
+        """Per query, the best ``k`` scores and their row numbers (int64), best first (ties: the lower row
+        first); passages sharing no token with the query are left out."""
         all_scores, all_rows = [], []
         for query in queries:
             ids = [self.vocab[t] for t in tokenize(query, self.lang) if t in self.vocab]
-            if not ids:
-                all_scores.append(np.zeros(0, np.float32))
-                all_rows.append(np.zeros(0, np.int64))
-                continue
-            scores = self.engine.get_scores_from_ids(ids)
-            top = np.argpartition(-scores, min(k, len(scores) - 1))[:k] if len(scores) > k else np.arange(len(scores))
-            top = top[np.lexsort((top, -scores[top]))]
-            top = top[scores[top] > 0]
-            all_scores.append(scores[top].astype(np.float32))
-            all_rows.append(top.astype(np.int64))
+            rows, scores = self.scores_of(ids)
+            # a row appears once per query token it holds, so the best k distinct rows lie in the best k*len(ids)
+            # entries: the k-th best distinct score there is the k-th best of all; every row scoring at least
+            # that is kept, so a tie at the k-th place goes to the lower rows, whatever argpartition picked
+            depth = k * max(len(ids), 1)
+            if len(rows) > depth:
+                keep = np.argpartition(-scores, depth - 1)[:depth]
+                _, first = np.unique(rows[keep], return_index=True)
+                best = scores[keep][first]  # one score per distinct row
+                if len(best) >= k:
+                    sel = scores >= np.partition(best, len(best) - k)[len(best) - k]
+                    rows, scores = rows[sel], scores[sel]
+            rows, first = np.unique(rows, return_index=True)
+            scores = scores[first]
+            order = np.lexsort((rows, -scores))[:k]
+            order = order[scores[order] > 0]
+            all_scores.append(scores[order].astype(np.float32))
+            all_rows.append(rows[order])
         return all_scores, all_rows
 
 

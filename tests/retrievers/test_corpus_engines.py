@@ -65,6 +65,30 @@ def test_bm25_built_in_blocks_scores_as_bm25s_in_memory(store, tmp_path):
     assert isinstance(loaded.engine.scores["data"], np.memmap)
 
 
+def test_bm25_scored_on_its_postings_ranks_as_bm25s_full_score_vector(tmp_path):
+    """The search adds only the query's columns; it must give bm25s's own float32 scores bit for bit and,
+    at equal scores, the lower rows: checked against bm25s's vector over every passage, on passages of few
+    words (many exact ties), queries with repeated and unknown words, and k past the matching rows."""
+    rng = random.Random(1)
+    words = WORDS[:30]
+    rows = [(f"d{i}", " ".join(rng.choices(words, k=rng.randint(1, 4))), "") for i in range(2000)]
+    small = build_store(tmp_path / "t.sqlite", lambda: iter(rows), source="ties", block=500).store
+    index = BM25Engine(small, tmp_path / "bm25", use_title=False).index
+    checked = 0
+    for q in range(150):
+        query = " ".join(rng.choices(words + ["zzz"], k=rng.randint(1, 5)))
+        k = rng.choice([1, 5, 20, 3000])
+        ids = [index.vocab[t] for t in tokenize(query, "en") if t in index.vocab]
+        full = index.engine.get_scores_from_ids(ids) if ids else np.zeros(len(small), np.float32)
+        want = np.lexsort((np.arange(len(full)), -full))[:k]
+        want = want[full[want] > 0]
+        scores, got = index.search([query], k)
+        np.testing.assert_array_equal(got[0], want)
+        np.testing.assert_array_equal(scores[0], full[want])
+        checked += len(want)
+    assert checked > 5000
+
+
 def test_a_killed_bm25_build_is_not_taken_for_finished_and_is_started_over(store, tmp_path):
     def killed():
         for i, block in enumerate(store.blocks(500)):
