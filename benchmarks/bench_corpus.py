@@ -20,7 +20,8 @@ Zipf(1.1) vocabulary of 200,000 words.  One line of JSON per measurement, with t
 exact top-20 an index finds is measured at any size (and is kept in ``--dir``, so a second string over the same
 shards does not scan again).  ``--dtype float16`` writes the shards as ``--shard-dtype float16`` does (half the
 disk; the index is built from them cast to float32); ``--save`` writes the index and searches it read back
-memory-mapped, as ``ctxcomp`` serves a corpus index.  ``e2e`` runs ``ctxcomp curve --corpus`` with BM25 over
+memory-mapped, as ``ctxcomp`` serves a corpus index (one already saved there is searched again, not
+built; ``--rerank`` and ``--nprobe`` take several values).  ``e2e`` runs ``ctxcomp curve --corpus`` with BM25 over
 the Lost in the Middle oracle passages plus filler passages: 100 words each, drawn from the word frequencies of
 those real passages (seeded), so that BM25 meets distractors that share the questions' vocabulary; it reports
 the command's wall time and peak RSS.  ``fit`` fits a straight line (least squares) through each quantity
@@ -132,18 +133,22 @@ def dense(args) -> None:
     anon = PeakAnon()
     for string in args.strings.split(";"):
         p = plan(string, args.n, args.dim, train_size=args.train_size)
-        t0 = time.perf_counter()
-        index = RowIndex.build(string, args.dim, args.n, lambda: (np.asarray(s) for s in shards),
-                               train_size=args.train_size, say=lambda m: print(m, file=sys.stderr, flush=True))
-        build_s = time.perf_counter() - t0
-        built = {"peak_anon_mb_build": anon.peak, "rss_anon_mb_built": rss_anon_mb()}
-        if args.save:  # as the product serves it: written, then read back memory-mapped
-            saved = folder / f"{string.replace(',', '_')}.faiss"
-            index.save(saved)
-            del index
+        saved = folder / f"{string.replace(',', '_')}.faiss"
+        if args.save and saved.is_file():  # built by an earlier run over the same shards: searched again
+            build_s, built = None, {"index_file_bytes": saved.stat().st_size, "reused_index": True}
+        else:
+            t0 = time.perf_counter()
+            index = RowIndex.build(string, args.dim, args.n, lambda: (np.asarray(s) for s in shards),
+                                   train_size=args.train_size, say=lambda m: print(m, file=sys.stderr, flush=True))
+            build_s = round(time.perf_counter() - t0, 1)
+            built = {"peak_anon_mb_build": anon.peak, "rss_anon_mb_built": rss_anon_mb()}
+            if args.save:  # as the product serves it: written, then read back memory-mapped
+                index.save(saved)
+                built["index_file_bytes"] = saved.stat().st_size
+                del index
+        if args.save:
             index = RowIndex.load(saved, string)
-            built["index_file_bytes"] = saved.stat().st_size
-        for rerank in ([0] if string == "Flat" else [0, args.rerank]):
+        for rerank in ([0] if string == "Flat" else [0] + [int(x) for x in str(args.rerank).split(",")]):
             for nprobe in [int(x) for x in str(args.nprobe).split(",")] if "IVF" in string else [None]:
                 t0 = time.perf_counter()
                 _, rows = index.search(queries, 20, nprobe=nprobe, rerank=rerank, vectors=vectors if rerank else None)
@@ -154,7 +159,7 @@ def dense(args) -> None:
                                   "bytes_per_vector": round(p.per_vector(), 1),
                                   "stored_bytes": faiss.serialize_index(index.index).nbytes if args.n <= 300_000 else None,
                                   "ids_bytes": p.ids, "fixed_bytes": p.fixed, "training_bytes": p.training,
-                                  "train_size": p.train_size, "build_s": round(build_s, 1),
+                                  "train_size": p.train_size, "build_s": build_s,
                                   "qps": round(len(queries) / search_s, 1), "top20_of_flat": overlap,
                                   "peak_rss_mb": round(rss_peak_mb()), "rss_anon_mb": rss_anon_mb(),
                                   "peak_anon_mb": anon.peak, **built, "threads": args.threads,
@@ -380,7 +385,7 @@ def main() -> None:
     d.add_argument("--dim", type=int, default=768)
     d.add_argument("--strings", default="Flat;IVF256,SQ8;IVF256,PQ64")
     d.add_argument("--nprobe", default="16", help="one value or several, comma-separated (each searched)")
-    d.add_argument("--rerank", type=int, default=100)
+    d.add_argument("--rerank", default="100", help="candidates re-ranked exactly; several, comma-separated")
     d.add_argument("--queries", type=int, default=200)
     d.add_argument("--threads", type=int, default=1)
     d.add_argument("--dtype", choices=("float32", "float16"), default="float32", help="of the shards on disk")
