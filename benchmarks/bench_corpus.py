@@ -100,12 +100,11 @@ def dense(args) -> None:
     folder = Path(args.dir or tempfile.mkdtemp(prefix="bench-corpus-"))
     folder.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    paths = []
-    for i, block in enumerate(real_like(args.n, args.dim, 0)):
-        path = folder / f"shard-{i:05d}.npy"
-        if not path.exists():
-            write_shard(path, block.astype(args.dtype))
-        paths.append(path)
+    paths = [folder / f"shard-{i:05d}.npy" for i in range(-(-args.n // 50_000))]
+    if not all(p.exists() for p in paths):  # drawing the blocks is most of the time: only when one is missing
+        for path, block in zip(paths, real_like(args.n, args.dim, 0)):
+            if not path.exists():
+                write_shard(path, block.astype(args.dtype))
     shards = [np.load(p, mmap_mode="r") for p in paths]
     write_s = time.perf_counter() - t0
     offsets = np.cumsum([0] + [len(s) for s in shards])
