@@ -46,6 +46,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from indexes.factory import RowIndex, plan  # noqa: E402
+from indexes.rows import RowReader  # noqa: E402
 
 
 def rss_peak_mb() -> float:
@@ -114,12 +115,7 @@ def dense(args) -> None:
     queries = queries.astype(np.float32) + 0.05 * rng.standard_normal(queries.shape).astype(np.float32)
     queries /= np.linalg.norm(queries, axis=1, keepdims=True)
 
-    def vectors(rows):
-        out = np.empty((len(rows), args.dim), np.float32)
-        for j, r in enumerate(rows):
-            s = np.searchsorted(offsets, r, "right") - 1
-            out[j] = shards[s][r - offsets[s]]
-        return out
+    vectors = RowReader(paths).read  # the product's re-ranking reads (retrievers.corpus.DenseEngine.vectors)
 
     t0 = time.perf_counter()
     cached = folder / f"exact-top20-{args.queries}q.npy"

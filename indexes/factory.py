@@ -349,19 +349,27 @@ def _skip_polysemous_training(index: Any) -> None:
         inner.do_polysemous_training = False
 
 
-def exact_rerank(queries: np.ndarray, rows: np.ndarray, vectors: Callable[[np.ndarray], np.ndarray]
-                 ) -> tuple[np.ndarray, np.ndarray]:
-    """Score each query's candidate ``rows`` by exact inner product with their full vectors; best first."""
+def exact_rerank(queries: np.ndarray, rows: np.ndarray, vectors: Callable[[np.ndarray], np.ndarray], *,
+                 batch: int = 256) -> tuple[np.ndarray, np.ndarray]:
+    """Score each query's candidate ``rows`` by exact inner product with their full vectors; best first.
+
+    ``vectors`` is called once per ``batch`` queries with every distinct candidate of the batch, so a reader
+    of vectors on disk can fetch them all at once (``indexes.rows.RowReader``) rather than row by row.
+    """
     out_scores = np.full(rows.shape, -np.inf, dtype=np.float32)
     out_rows = np.full(rows.shape, -1, dtype=np.int64)
-    for i, (q, cand) in enumerate(zip(queries, rows)):
-        cand = cand[cand >= 0]
-        if not len(cand):
-            continue
-        exact = vectors(cand) @ q
-        order = np.argsort(-exact, kind="stable")
-        out_scores[i, :len(cand)] = exact[order]
-        out_rows[i, :len(cand)] = cand[order]
+    for lo in range(0, len(queries), batch):
+        part = rows[lo: lo + batch]
+        distinct = np.unique(part[part >= 0])
+        table = vectors(distinct) if len(distinct) else np.zeros((0, queries.shape[1]), np.float32)
+        for i, (q, cand) in enumerate(zip(queries[lo: lo + batch], part), start=lo):
+            cand = cand[cand >= 0]
+            if not len(cand):
+                continue
+            exact = table[np.searchsorted(distinct, cand)] @ q
+            order = np.argsort(-exact, kind="stable")
+            out_scores[i, :len(cand)] = exact[order]
+            out_rows[i, :len(cand)] = cand[order]
     return out_scores, out_rows
 
 

@@ -161,6 +161,7 @@ class DenseEngine:
         from retrievers.shards import ShardStore
 
         self.retriever, self.store, self.settings = retriever, store, settings
+        self._rows = None  # the shards' RowReader, opened at the first re-ranking
         encoder = retriever.encoder
         texts = _StoreSequence(store, retriever.use_title)
         digest = hashlib.sha256(store.source.encode()).hexdigest()
@@ -214,12 +215,12 @@ class DenseEngine:
         return index
 
     def vectors(self, rows: np.ndarray) -> np.ndarray:
-        """Full vectors of ``rows`` as float32, read from the memory-mapped shards (exact re-ranking)."""
-        size = int(self.shards.manifest["shard_size"])
-        out = np.empty((len(rows), self.index.dim), dtype=np.float32)
-        for j, row in enumerate(rows):
-            out[j] = self.shards.read(int(row) // size)[int(row) % size]
-        return out
+        """Full vectors of ``rows`` as float32, read from the shards all at once (exact re-ranking)."""
+        if self._rows is None:
+            from indexes.rows import RowReader
+
+            self._rows = RowReader([self.shards.path(i) for i in range(self.shards.shards)])
+        return self._rows.read(rows)
 
     def search_rows(self, queries: Sequence[str], k: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
         qvecs = np.asarray(self.retriever.encoder.encode_queries(list(queries)), dtype=np.float32)

@@ -5,7 +5,6 @@ import re
 import xml.etree.ElementTree as ET
 
 from experiments.report.curve import CurveRow
-from experiments.report.plots.curves import tick_labels
 from experiments.report.plots import (
     plot_curve,
     plot_delta_forest,
@@ -13,6 +12,7 @@ from experiments.report.plots import (
     plot_position,
     plot_score_by_length,
 )
+from experiments.report.plots.curves import tick_labels
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
