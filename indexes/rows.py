@@ -32,11 +32,15 @@ class RowReader:
         self.dtype: np.dtype | None = None
         self.dim = 0
         for path in self.paths:
-            with open(path, "rb") as fh:
-                version = np.lib.format.read_magic(fh)
-                header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
-                shape, fortran, dtype = header(fh)
-                offset = fh.tell()
+            try:
+                with open(path, "rb") as fh:
+                    version = np.lib.format.read_magic(fh)
+                    header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                              else np.lib.format.read_array_header_2_0)
+                    shape, fortran, dtype = header(fh)
+                    offset = fh.tell()
+            except ValueError as err:  # numpy's message does not say which file
+                raise ValueError(f"{path}: not a .npy file ({err})") from None
             if len(shape) != 2 or fortran or (self.dtype is not None and (dtype != self.dtype or shape[1] != self.dim)):
                 raise ValueError(f"{path}: not a C-ordered 2-d array of {self.dtype} x {self.dim}")
             self.dtype, self.dim = dtype, int(shape[1])

@@ -43,6 +43,9 @@ def test_shards_of_another_dimension_are_refused(tmp_path):
     np.save(tmp_path / "b.npy", np.zeros((3, 5), np.float32))
     with pytest.raises(ValueError, match="b.npy: not a C-ordered 2-d array of float32 x 4"):
         RowReader([tmp_path / "a.npy", tmp_path / "b.npy"])
+    (tmp_path / "c.npy").write_bytes(b"not an array")
+    with pytest.raises(ValueError, match=r"c.npy: not a .npy file \("):
+        RowReader([tmp_path / "a.npy", tmp_path / "c.npy"])
 
 
 def test_the_batched_re_ranking_ranks_as_each_query_alone(shards):
