@@ -1,0 +1,42 @@
+"""The betting stakes and wealth, checked against the formula of the module docstring computed one bet at a
+time (an independent loop, not the vectorized code): the in-place form ``plan`` needs for speed must give the
+same floats."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from experiments.inference import betting
+
+
+def _stakes_by_hand(y, cap=betting.CAP, prior=betting.PRIOR_VARIANCE):
+    out = []
+    for i in range(len(y)):
+        past = y[:i]
+        mu = float(np.mean(past)) if i else 0.0
+        running = [float(np.mean(past[:j])) if j else 0.0 for j in range(i)]  # the mean before each past step
+        sigma2 = (prior + sum((past[j] - running[j]) ** 2 for j in range(i))) / (i + 1)
+        out.append(min(max(mu / (sigma2 + mu * mu), 0.0), cap))
+    return np.array(out)
+
+
+def test_stakes_and_wealth_follow_the_docstring_bet_by_bet():
+    rng = np.random.default_rng(4)
+    for length in (1, 2, 7, 40):
+        for _ in range(5):
+            y = np.clip(rng.normal(0.05, 0.4, length), -1.0, None)
+            y[rng.random(length) < 0.1] = -1.0  # a rare full loss, where the wealth falls hardest
+            np.testing.assert_allclose(betting.stakes(y), _stakes_by_hand(y), rtol=1e-12, atol=1e-15)
+            wealth = np.cumsum([math.log1p(s * v) for s, v in zip(_stakes_by_hand(y), y)])
+            np.testing.assert_allclose(betting.log_wealth(y), wealth, rtol=1e-12, atol=1e-12)
+
+
+def test_stakes_are_computed_per_row_and_an_empty_sequence_bets_nothing():
+    rng = np.random.default_rng(5)
+    y = np.clip(rng.normal(0.0, 0.5, (3, 4, 9)), -1.0, None)
+    whole = betting.stakes(y)
+    for index in np.ndindex(3, 4):
+        np.testing.assert_array_equal(whole[index], betting.stakes(y[index]))
+    assert betting.stakes(np.zeros((2, 0))).shape == (2, 0)
+    assert betting.log_wealth(np.zeros((2, 0))).shape == (2, 0)
