@@ -105,19 +105,39 @@ def _binary_power(p: Pilot, margin: float, n: int, delta: float, alpha: float) -
     return float(np.clip(probs.sum(), 0.0, 1.0))
 
 
+def _planning_sums(p: Pilot, delta: float) -> np.ndarray:
+    """The pilot's documents as the simulation draws them: each sum's distance from the pilot's mean widened to
+    the upper bound of the spread, then all moved by one shift so that the question-weighted mean is exactly
+    ``delta`` *after* clipping each sum to what its questions can hold.  (Moving by ``delta`` before clipping
+    left the mean wherever the clipping put it: a pilot at -15 points with 45% changed answers, planned at 0,
+    was simulated at about -4.5 and came back "beyond 20,000 documents".)"""
+    c = p.n_clusters
+    widen = math.sqrt((c - 1) / stats.chi2.ppf(1 - CONFIDENCE, c - 1)) if c > 1 else 1.0
+    spread = (p.sums - p.sizes * p.delta) * widen
+    target = delta * float(p.sizes.sum())
+
+    def moved(shift: float) -> np.ndarray:
+        return np.clip(spread + p.sizes * shift, -p.sizes, p.sizes)
+
+    lo, hi = -1.0 - 2 * widen, 1.0 + 2 * widen  # the clipped total is nondecreasing in the shift
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if moved(mid).sum() < target else (lo, mid)
+    return moved((lo + hi) / 2)
+
+
 def _simulated_power(p: Pilot, margin: float, n_clusters: int, delta: float, alpha: float,
                      max_cluster: float, seed: int = 0) -> float:
     rng = np.random.default_rng(seed)
     c = p.n_clusters
-    resid = p.sums - p.sizes * p.delta
-    widen = math.sqrt((c - 1) / stats.chi2.ppf(1 - CONFIDENCE, c - 1)) if c > 1 else 1.0
+    planned = _planning_sums(p, delta)
     order = betting.orders(n_clusters)
     block = max(1, min(SIMULATIONS, 2_000_000 // (len(order) * n_clusters)))  # bounded memory at any n
     wins = 0
     for start in range(0, SIMULATIONS, block):
         pick = rng.integers(0, c, size=(min(block, SIMULATIONS - start), n_clusters))
         sizes = p.sizes[pick]
-        sums = np.clip(resid[pick] * widen + sizes * delta, -sizes, sizes)
+        sums = planned[pick]
         y = betting._normalised(sums[:, order], sizes[:, order], -margin / 100, (-1.0, 1.0), max_cluster, True)
         wins += int(np.sum(np.exp(betting.log_wealth(y)[..., -1]).mean(axis=-1) >= 1 / alpha))
     return wins / SIMULATIONS

@@ -138,3 +138,22 @@ def test_a_rate_counts_only_generations_the_model_made_for_time():
     assert isinstance(r, Rate) and r.seconds == 3.0 and r.dollars == pytest.approx(1e-4)
     assert rate([p(True, 5.0)], None).seconds != rate([p(True, 5.0)], None).seconds  # all cached: unknown
     json.dumps(r.astuple())
+
+
+def test_the_simulated_documents_sit_at_the_assumed_difference_after_clipping():
+    """A pilot far from the assumed difference: widening its spread and clipping each document to what its
+    questions can hold moved the simulated mean (a pilot at -15 points, planned at 0, was simulated at about
+    -4.5 and its plan came back 'beyond 20,000 documents')."""
+    from experiments.inference.power import _planning_sums
+
+    d = np.r_[-np.ones(6), np.ones(3), np.zeros(11)]
+    full = np.where(d < 0, 1.0, np.where(d > 0, 0.0, (np.arange(20) % 2).astype(float)))
+    p = pilot(full, full + d)
+    for delta in (0.0, -0.03, 0.04):
+        sums = _planning_sums(p, delta)
+        assert abs(sums.sum() / p.sizes.sum() - delta) < 1e-9
+        assert np.all(np.abs(sums) <= p.sizes)
+    plan = needed(p, 5.0, delta=0.0, power=0.8)
+    assert np.isfinite(plan.n), plan
+    truth = sim.paired_01(np.random.default_rng(2), 400, int(plan.n), accuracy=0.5, discordant=0.45, delta=0.0)
+    assert sim.report_not_worse(truth, 5.0).mean() >= 0.8 - 3 * np.sqrt(0.16 / 400)
