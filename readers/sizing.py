@@ -278,14 +278,16 @@ class CountingTokenizer:
             self.count_all(pieces)
             return self(pieces[0]) + self.counts[part] - self(pieces[1]) - self(pieces[2]) + self(pieces[3])
 
-        spliced = total(firsts[0], lasts[0])
         if self.checked < 2:
+            pairs = [(f, l) for f, l in zip(firsts, lasts) if f < l]
+            if len(pairs) < _SPLICE_CHECKS:  # too few cuts to check here: count this text whole, check the next
+                return False
             self.checked += 1
             whole = len(self.tokenizer.encode(text))
-            pairs = [(f, l) for f, l in zip(firsts, lasts) if f < l]
-            if len(pairs) < _SPLICE_CHECKS or any(total(f, l) != whole for f, l in pairs):
+            if any(total(f, l) != whole for f, l in pairs):
                 self.splices_ok = False
                 return False
+        spliced = total(firsts[0], lasts[0])
         self.counts[text] = spliced
         return True
 
