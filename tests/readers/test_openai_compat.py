@@ -56,7 +56,10 @@ def test_thirty_percent_faults_of_every_kind_change_nothing():
     with FakeOpenAIServer() as clean:
         expected = OpenAICompatReader("fake-model", base_url=clean.base_url, **fast()).generate(reqs)
     with FakeOpenAIServer(fault_rate=0.3, seed=7, hang_s=3.0, retry_after_s=0.01) as faulty:
-        reader = OpenAICompatReader("fake-model", base_url=faulty.base_url, concurrency=8, **fast(8))
+        # a timeout well under the hang but far above a clean answer, so a loaded machine (xdist on 2 cores)
+        # cannot time out a healthy request and add a retry that no fault caused
+        reader = OpenAICompatReader("fake-model", base_url=faulty.base_url, concurrency=8,
+                                    **fast(8, timeout_s=1.5))
         got = reader.generate(reqs)
         injected = faulty.stats["faults_injected"]
     assert all(g.ok for g in got), [g.error for g in got if not g.ok]
