@@ -3,12 +3,13 @@
 ``noninferiority_test`` reads the verdict off the interval ``experiments.inference.paired`` inverts, so the
 verdict, the interval and the p-value are one computation:
 
-- ``too few documents``: under ``MIN_CLUSTERS`` documents (no valid test can decide; no interval is given);
+- ``too few documents``: under ``MIN_CLUSTERS`` documents (no valid test can decide; from ``MIN_PAIRS`` pairs
+  the interval is still given, the one the scores table prints, but no verdict is read off it);
 - ``uninformative``: full's score lies within the margin of the metric's floor (0), or full's and the arm's
   both lie within it of the ceiling (100).  At the floor the arm cannot lose the margin, so "not worse"
   would hold whatever the arm does; with both at the ceiling a cell says nothing about the arm beyond the
   ceiling's own noise (an arm that falls from it is still tested).  Such a cell takes no part in a
-  multiple-testing family;
+  multiple-testing family, and its interval is given as for too few documents;
 - ``not worse``: H0 "worse by the margin or more" rejected at alpha: ``lo > -margin``;
 - ``worse``: H0 "not worse by more than the margin" rejected at alpha: ``hi < -margin``;
 - else ``cannot tell at this n``.
@@ -27,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from experiments.inference.paired import difference_bounds, one_sided_p
-from experiments.inference.results import ALPHA, MIN_CLUSTERS, PairedDelta
+from experiments.inference.results import ALPHA, MIN_CLUSTERS, MIN_PAIRS, PairedDelta
 from experiments.inference.units import as_units
 
 NOT_WORSE = "not worse than full by more than the margin"
@@ -102,14 +103,16 @@ def noninferiority_test(a: Sequence[float], b: Sequence[float], margin: float, *
     keys = np.asarray(list(strata) if strata is not None else [""] * len(x))
     edges = {at_edge(float(x[keys == k].mean()), margin, float(y[keys == k].mean()))
              for k in dict.fromkeys(keys.tolist())}
-    if c < MIN_CLUSTERS:
-        return NonInferiority(round(100 * point, 2), -math.inf, math.inf, nan, nan, len(x), c, TOO_FEW, alpha)
-    if len(edges) == 1 and None not in edges:
-        return NonInferiority(round(100 * point, 2), -math.inf, math.inf, nan, nan, len(x), c,
-                              UNINFORMATIVE.format(edges.pop()), alpha)
     shift = -margin / 100
+    untested = TOO_FEW if c < MIN_CLUSTERS else (UNINFORMATIVE.format(edges.pop())
+                                                 if len(edges) == 1 and None not in edges else None)
+    if untested is not None and len(x) < MIN_PAIRS:
+        return NonInferiority(round(100 * point, 2), -math.inf, math.inf, nan, nan, len(x), c, untested, alpha)
     found = difference_bounds(x, y, clusters=clusters, strata=strata, alpha=alpha, max_cluster=max_cluster,
                               anchors=(shift, 0.0))
+    if untested is not None:  # the interval the scores table prints for the cell; no verdict is read off it
+        return NonInferiority(round(100 * point, 2), round(100 * found.lower, 2), round(100 * found.upper, 2), nan,
+                              nan, len(x), c, untested, alpha, found.method)
     if strata is None or len(set(strata)) == 1:
         p = one_sided_p(x, y, shift, upper=True, clusters=clusters, max_cluster=max_cluster)
         p_worse = one_sided_p(x, y, shift, upper=False, clusters=clusters, max_cluster=max_cluster)

@@ -42,7 +42,8 @@ def _bound(value: float) -> str:
 
 
 def format_test(test: NonInferiority) -> str:
-    """``+1.63 [-4.44, +9.57]``: the delta and the interval its test inverts (infinite below ``MIN_CLUSTERS``)."""
+    """``+1.63 [-4.44, +9.57]``: the delta and the interval its test inverts, the same the scores table prints
+    (infinite below ``MIN_PAIRS`` pairs, where that table prints none)."""
     if not test.n:
         return ""
     return f"{test.delta:+.2f} [{_bound(test.lo)}, {_bound(test.hi)}]"

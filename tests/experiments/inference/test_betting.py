@@ -40,3 +40,19 @@ def test_stakes_are_computed_per_row_and_an_empty_sequence_bets_nothing():
         np.testing.assert_array_equal(whole[index], betting.stakes(y[index]))
     assert betting.stakes(np.zeros((2, 0))).shape == (2, 0)
     assert betting.log_wealth(np.zeros((2, 0))).shape == (2, 0)
+
+
+def test_under_eight_documents_of_partial_credit_the_interval_is_the_whole_range():
+    """The floor docs/metrics.md states: the first stake is 0 (nothing seen) and each later one at most CAP of
+    what is affordable, so a document multiplies the wealth by at most 1 + CAP, and 7 documents reach at most
+    1.75^6 = 28.7 < 40 = 1/alpha (each side at 0.025): whatever the scores, no bound.  At 8 the most extreme
+    documents (1.75^7 = 50) can move it."""
+    from experiments.inference.paired import difference_bounds
+
+    assert (1 + betting.CAP) ** 6 < 40 < (1 + betting.CAP) ** 7
+    for n in (6, 7):
+        for full, arm in ((0.5, 0.52), (0.3, 0.99), (0.99, 0.01)):
+            found = difference_bounds(np.full(n, full), np.full(n, arm), clusters=[str(i) for i in range(n)])
+            assert (found.lower, found.upper) == (-1.0, 1.0), (n, full, arm)
+    found = difference_bounds(np.full(8, 0.3), np.full(8, 0.99), clusters=[str(i) for i in range(8)])
+    assert -1.0 < found.lower < 0.0 < found.upper < 1.0
