@@ -59,6 +59,10 @@ def plan(
                "test at the planned n (exact for 0/1 scores, simulated otherwise, a lower bound for an average); "
                "costs count the arm and full for every example added, at the pilot's per-example calls, tokens, "
                "seconds of generations not served by the cache, and prices (docs/metrics.md, 'Planning n').")
+    if settings["pools_unknown"]:
+        typer.echo(f"Not checked against the pool: {', '.join(settings['pools_unknown'])}. Their data could not be "
+                   "read here (fetch it, or set CTXCOMP_DATA_DIR), so these plans may ask for more documents than "
+                   "the task holds.")
 
 
 def run_until_decided(config, run_dir: Path, *, step: Optional[int], max_n: Optional[int], max_cost: Optional[str],

@@ -155,7 +155,8 @@ def plan_run(run_dir: str | Path, *, margin: float | None = None, power: float =
              prices: Mapping[str, Mapping[str, float]] | None = None,
              delta: float = 0.0) -> tuple[list[PlanRow], dict[str, Any]]:
     """The plan of every cell and of each line's task average at the assumed ``delta`` (points); and the
-    settings used (margin from the run)."""
+    settings used (margin from the run), with the tasks whose pool could not be read here (``pools_unknown``:
+    their plans are not capped at the documents the task holds, and the user is told so)."""
     data = load_run(run_dir)
     margin = float(data.manifest.get("margin", 5.0)) if margin is None else margin
     config_prices = _config_prices(Path(run_dir))
@@ -183,7 +184,8 @@ def plan_run(run_dir: str | Path, *, margin: float | None = None, power: float =
                                    max_cluster=largest), per_example))
         per_task[(a.cell.reader, a.cell.compressor)].append((base, a))
     rows += _averages(per_task, rows, margin, power, alpha, delta, pools)
-    return rows, {"margin": margin, "power": power, "alpha": alpha, "delta": delta}
+    unknown = sorted({a.cell.task for _, a in compared(all_arms)} - set(pools))
+    return rows, {"margin": margin, "power": power, "alpha": alpha, "delta": delta, "pools_unknown": unknown}
 
 
 def _averages(per_task: dict[tuple[str, str], list[tuple[Arm, Arm]]], rows: Sequence[PlanRow], margin: float,

@@ -123,8 +123,17 @@ def test_plan_prints_every_cell_with_its_n_documents_and_cost(tmp_path, shared_d
     assert "pool holds 6 documents" in result.output
     assert ("reader calls" in result.output and "$" in result.output) or all(
         r.plan.n == float("inf") for r in rows)
+    assert settings["pools_unknown"] == [] and "Not checked against the pool" not in result.output
     bad = CliRunner().invoke(app, ["plan", str(tmp_path / "run"), "--price", "x=abc"])
     assert bad.exit_code == 2 and "--price expects" in bad.output
+    # the data moved away: the plan cannot cap n at the pool, and says so rather than going quiet
+    config_file = tmp_path / "run" / "config.yaml"
+    config_file.write_text(config_file.read_text(encoding="utf-8").replace(str(shared_data), str(tmp_path / "gone")),
+                           encoding="utf-8")
+    moved = CliRunner().invoke(app, ["plan", str(tmp_path / "run"), "--plain"])
+    assert moved.exit_code == 0, moved.output
+    assert "Not checked against the pool: financial_qa, natural_question" in moved.output
+    assert "pool holds" not in moved.output
 
 
 def test_a_rate_counts_only_generations_the_model_made_for_time():
