@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from experiments.data.records import budget_text
 from experiments.report.cells import Table, format_n, scores_interval
-from experiments.report.stats import MIN_PAIRS, format_delta
+from experiments.report.stats import MIN_PAIRS, format_delta, format_p
 from experiments.report.tables import paired_over_tasks
 from experiments.report.tradeoff.points import Arm, Items, budget_lines, paired_arms
 
@@ -29,13 +29,13 @@ def order_table(all_arms: Sequence[Arm], items: Items) -> Table:
         for task, o in both.items():
             pd = paired_arms(o["score"], o["document"], "score", items)
             body.append([reader, o["score"].line, budget or "—", task, format_delta(pd) or f"{pd.delta:+.2f}",
-                         f"{pd.p_value:.3f}" if pd.n >= MIN_PAIRS else "", format_n(pd.n, pd.clusters)])
+                         format_p(pd), format_n(pd.n, pd.clusters)])
         if len(both) > 1:
             pd = paired_over_tasks([(o["score"].cell, o["document"].cell) for o in both.values()], items)
             if pd is not None:
                 line = next(iter(both.values()))["score"].line
                 body.append([reader, line, budget or "—", f"average of {len(both)} tasks",
-                             format_delta(pd) or f"{pd.delta:+.2f}", f"{pd.p_value:.3f}", format_n(pd.n, pd.clusters)])
+                             format_delta(pd) or f"{pd.delta:+.2f}", format_p(pd), format_n(pd.n, pd.clusters)])
     return header, body
 
 

@@ -276,6 +276,24 @@ def test_document_order_against_score_order_at_equal_budgets(tmp_path):
     assert all(row[-1] == "6" for row in body)
 
 
+def test_the_order_table_leaves_a_p_value_blank_where_its_test_gives_none(tmp_path):
+    """An average over tasks is decided by its interval and has no p-value: the cell is blank, never "nan"."""
+    preds, points = [], [point("F", "full")]
+    for task in ("qa", "qb"):
+        preds += [pred(task, f"q{i}", "F", "full", "full", 0.5) for i in range(6)]
+    for order, score in (("score", 0.25), ("document", 0.75)):
+        points.append(point(order, "retrieval", 256, retriever="bm25", chunk_size=100, order=order))
+        label = budget_row_label(f"retrieval(bm25, 100x any, order={order})", {"tokens": 256})
+        for task in ("qa", "qb"):
+            preds += [pred(task, f"q{i}", order, label, "retrieval", score, budget=256, tout=250, kept=("a",))
+                      for i in range(6)]
+    data = write_run(tmp_path / "run", preds, points)
+    header, body = order_table(arms(data), data.items())
+    assert [row[3] for row in body] == ["qa", "qb", "average of 2 tasks"]
+    p = header.index("p")
+    assert body[-1][p] == "" and all(row[p] != "nan" for row in body)
+
+
 def test_compare_pairs_on_the_examples_both_runs_scored_and_warns(tmp_path):
     a = [pred("qa", f"q{i}", "F", "full", "full", 1.0) for i in range(3)]
     b = [pred("qa", f"q{i}", "F", "full", "full", 0.0 if i < 3 else 1.0) for i in range(6)]
