@@ -13,7 +13,7 @@ import inspect
 import json
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -185,6 +185,13 @@ _SPLICE_CHECKS = 3  # pairs of cuts a checked splice is tried at
 _WINDOW_CHECKS = 16  # short windows of a checked span the splice formula is tried on
 
 
+def _spliced(count: Callable[[str], int], head: str, span: str, tail: str, first: int, last: int) -> int:
+    """count(head + span + tail) from count(span), with ``span`` cut at ``first`` and ``last`` (safe cuts): the
+    pieces that cross each cut are counted with their neighbour, so edge effects of the tokenizer cancel."""
+    start, end = span[:first], span[last:]
+    return count(head + start) + count(span) - count(start) - count(end) + count(end + tail)
+
+
 class CountingTokenizer:
     """A reader's tokenizer that counts each distinct text once: contexts and chunks recur across grid points,
     and the compressors built here count with it too.  ``encode`` gives ids whose length is known at once and
@@ -275,9 +282,8 @@ class CountingTokenizer:
 
         def total(first: int, last: int) -> int:
             start, end = part[:first], part[last:]
-            pieces = [head + start, start, end, end + tail]
-            self.count_all(pieces)
-            return self(pieces[0]) + self.counts[part] - self(pieces[1]) - self(pieces[2]) + self(pieces[3])
+            self.count_all([head + start, start, end, end + tail])  # one batch; the formula reads the counts
+            return _spliced(self, head, part, tail, first, last)
 
         if self.checked < 2:
             pairs = [(f, l) for f, l in zip(firsts, lasts) if f < l]
@@ -309,9 +315,7 @@ class CountingTokenizer:
             a, s = max(0, cuts[i] - 1 - n % 7), cuts[i] + 1  # the window's head ends inside a word
             e, b = cuts[i + 3], min(len(part), cuts[i + 3] + 2 + n % 5)
             head, span, tail = part[a:s], part[s:e], part[e:b]
-            start, end = span[:f - s], span[last - s:]
-            spliced = count(head + start) + count(span) - count(start) - count(end) + count(end + tail)
-            if spliced != count(part[a:b]):
+            if _spliced(count, head, span, tail, f - s, last - s) != count(part[a:b]):
                 return False
         return True
 
