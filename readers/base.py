@@ -139,6 +139,11 @@ class Reader(ABC):
     def count_tokens(self, text: str) -> int:
         return len(self.tokenizer.encode(text))
 
+    def prompt_overhead(self, request: GenerationRequest) -> int:
+        """Tokens this reader adds around ``request.prompt`` inside its window (a chat template, a system message),
+        so a caller can tell how much of the prompt itself the window cut; a reader that adds nothing says 0."""
+        return 0
+
     @contextmanager
     def reporting(self, progress: ProgressHook | None, step: StepHook | None = None,
                   result: ResultHook | None = None) -> Iterator["Reader"]:

@@ -103,6 +103,9 @@ class CachedReader(Reader):
     def count_tokens(self, text: str) -> int:
         return self.inner.count_tokens(text)
 
+    def prompt_overhead(self, request: GenerationRequest) -> int:
+        return self.inner.prompt_overhead(request)
+
     def key(self, request: GenerationRequest) -> str:
         """This request's cache key."""
         return generation_key(self.inner.identity, request, self.versions)

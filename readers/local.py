@@ -40,14 +40,19 @@ class LocalReader(Reader):
             raise ReaderError(f"chat=True but the tokenizer of {self.model_name} has no chat template")
         return wanted
 
+    def prompt_overhead(self, request: GenerationRequest) -> int:
+        """The rendered template's tokens around an empty prompt (chat turns, system message, special tokens)."""
+        chat = self._use_chat(request)
+        overhead = self.__dict__.setdefault("_overhead", {})
+        key = (chat, request.system)
+        if key not in overhead:
+            overhead[key] = len(self._render("", chat, request.system))
+        return overhead[key]
+
     def _prepare(self, req: GenerationRequest) -> tuple[list[int], bool]:
         """(prompt ids, whether the prompt was truncated) for one request."""
         chat = self._use_chat(req)
-        overhead = self.__dict__.setdefault("_overhead", {})
-        key = (chat, req.system)
-        if key not in overhead:
-            overhead[key] = len(self._render("", chat, req.system))
-        budget = prompt_budget(self.max_context, req.max_new_tokens) - overhead[key]
+        budget = prompt_budget(self.max_context, req.max_new_tokens) - self.prompt_overhead(req)
         prompt, truncated = truncate_text(req.prompt, self.tokenizer, max(budget, 1), self.truncation)
         ids = self._render(prompt, chat, req.system)
         if self.truncation != "none" and len(ids) + req.max_new_tokens > self.max_context:

@@ -252,10 +252,13 @@ class OpenAICompatReader(Reader):
             body["stop"] = list(req.stop[:4])  # the API accepts at most 4; the rest are cut client-side
         return body
 
+    def prompt_overhead(self, request: GenerationRequest) -> int:
+        """The chat envelope allowance plus the system message, both held back from the prompt's budget."""
+        return self.chat_overhead_tokens + (self.count_tokens(request.system) if request.system else 0)
+
     def _generate_one(self, req: GenerationRequest) -> Generation:
         start = time.perf_counter()
-        system_tokens = self.count_tokens(req.system) if req.system else 0
-        budget = prompt_budget(self.max_context - self.chat_overhead_tokens - system_tokens, req.max_new_tokens)
+        budget = prompt_budget(self.max_context - self.prompt_overhead(req), req.max_new_tokens)
         prompt, truncated = truncate_text(req.prompt, self.tokenizer, budget, self.truncation)
         body = self._body(req, prompt)
 

@@ -272,10 +272,12 @@ class Worker:
 
 def _tokens_seen(reader: Reader, compressed: CompressedContext, request: GenerationRequest, gen: Generation) -> int | None:
     """The kept context's tokens left after the reader's own truncation (None: it cut nothing): the prompt's
-    tokens beyond the reader's prompt budget (``max_context - max_new_tokens``) came out of the context."""
+    tokens beyond the reader's prompt budget (``max_context - max_new_tokens``, less what the reader adds around
+    the prompt, such as a chat template) came out of the context."""
     if not gen.truncated:
         return None
-    cut = reader.count_tokens(request.prompt) - prompt_budget(reader.max_context, request.max_new_tokens)
+    room = prompt_budget(reader.max_context, request.max_new_tokens) - reader.prompt_overhead(request)
+    cut = reader.count_tokens(request.prompt) - room
     return max(0, compressed.tokens_out - max(0, cut))
 
 

@@ -80,6 +80,26 @@ def test_chat_template_is_applied_once(tiny_causal_dir, wordpiece_tokenizer):
     assert plain.tokens_in == len(tok("hello there")["input_ids"])
 
 
+def test_the_template_overhead_is_what_the_window_loses_to_the_chat_turns(tiny_causal_dir):
+    """``prompt_overhead`` is the rendered template's share of the window, so a run can tell how many of the prompt's
+    own tokens the cut removed (``tokens_seen``): the tokens kept of the prompt are the window less the answer
+    and exactly that overhead."""
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(tiny_causal_dir))
+    tok.chat_template = "{% for m in messages %}<user> {{ m['content'] }} </user>{% endfor %}<bot>"
+    reader = HFReader(str(tiny_causal_dir), tokenizer=tok, device="cpu")
+    chat = GenerationRequest(prompt=" ".join(["river", "stone"] * 100), max_new_tokens=8)
+    plain = GenerationRequest(prompt=chat.prompt, max_new_tokens=8, chat=False)
+    assert reader.prompt_overhead(chat) == len(tok("<user>  </user><bot>", add_special_tokens=False)["input_ids"]) > 0
+    assert reader.prompt_overhead(plain) == len(tok("")["input_ids"])  # [CLS] [SEP] around a raw prompt
+    for req in (chat, plain):
+        [gen] = reader.generate([req])
+        kept = gen.tokens_in - reader.prompt_overhead(req)
+        room = reader.max_context - 8 - reader.prompt_overhead(req)
+        assert gen.truncated and room - 1 <= kept <= room  # LongBench's middle cut keeps 2 * (M // 2)
+
+
 def test_chat_without_template_is_an_error(causal):
     with pytest.raises(ReaderError, match="no chat template"):
         causal.generate([GenerationRequest(prompt="x", chat=True)])

@@ -169,35 +169,43 @@ def test_a_new_margin_rewrites_the_report_not_the_predictions_and_old_lines_stil
 
 
 class WindowedEcho(Reader):
-    """Middle-truncates each prompt to its window as every reader does, answers with what it kept, and notes the
-    length of every whole prompt it was given."""
+    """Middle-truncates each prompt to its window as every reader does (less ``overhead`` tokens of a template it
+    wraps the prompt in), answers with what it kept, and notes the length of every whole prompt it was given."""
 
-    identity = "windowed-echo"
     max_context = 120
 
-    def __init__(self) -> None:
+    def __init__(self, overhead: int = 0) -> None:
         self.whole: dict[str, int] = {}
+        self.overhead = overhead
+
+    @property
+    def identity(self) -> str:
+        return f"windowed-echo+{self.overhead}"  # each template its own cache entries
+
+    def prompt_overhead(self, request: GenerationRequest) -> int:
+        return self.overhead
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
         out = []
         for r in requests:
-            seen, cut = truncate_text(r.prompt, self.tokenizer, prompt_budget(self.max_context, r.max_new_tokens),
-                                      self.truncation)
+            room = prompt_budget(self.max_context, r.max_new_tokens) - self.overhead
+            seen, cut = truncate_text(r.prompt, self.tokenizer, room, self.truncation)
             self.whole[seen] = self.count_tokens(r.prompt)
             out.append(Generation(text=seen, tokens_in=self.count_tokens(seen), tokens_out=1, truncated=cut))
         return out
 
 
-def test_a_reader_that_cuts_the_prompt_records_the_context_tokens_it_still_saw(tmp_path):
+@pytest.mark.parametrize("overhead", [0, 9])  # 9: a chat template's tokens also come out of the window
+def test_a_reader_that_cuts_the_prompt_records_the_context_tokens_it_still_saw(tmp_path, overhead):
     cfg = parse_config({"name": "b", "tasks": [{**TASK, "max_new_tokens": 8}], "readers": ["extractive"],
                         "budget": [40], "compressors": ["full", {"name": "truncate"}]})
-    reader = WindowedEcho()
+    reader = WindowedEcho(overhead)
     Runner(cfg, tmp_path / "run", progress=False, reader_factory=lambda name, **p: reader).run()
     recs = lines(tmp_path / "run")
     full = [r for r in recs if r["compressor"] == "full"]
     assert len(full) == 6
     for r in full:
-        window = WindowedEcho.max_context - 8  # the middle cut keeps the window less room for the answer
+        window = WindowedEcho.max_context - 8 - overhead  # the cut keeps the window less the answer and template
         assert r["truncated"] and reader.whole[r["prediction"]] > window
         cut = reader.whole[r["prediction"]] - window  # and falls inside the context
         assert r["tokens_seen"] == r["tokens_out"] - cut and 0 < r["tokens_seen"] < r["tokens_out"]
