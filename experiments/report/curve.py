@@ -5,7 +5,7 @@ by ``top_k`` records whether its kept passages contain an answer
 (``answer_in_context``, DPR's ``has_answer``) and its score (Lost in the
 Middle's best-subspan EM of the first line).  For every (task, reader, k):
 recall@k is the mean of the first, accuracy@k the mean of the second, each
-with a percentile bootstrap interval.  A point with no scored example is
+with its valid 95% interval (``mean_interval``: Clopper-Pearson for 0/1 scores).  A point with no scored example is
 ``null`` with its reason, never NaN.
 
 Where the reader saturates (``saturation``) is a test, not a reading of the

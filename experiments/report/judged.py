@@ -1,7 +1,7 @@
 """Judged rates per cell, aggregated from ``judgements.jsonl`` (written by ``experiments.judge.judging``).
 
 The latest judgement of each prediction wins; a cell's value is the mean over
-its judged examples x 100 with a 95% bootstrap interval, and the failed
+its judged examples x 100 with a 95% interval (``mean_interval``), and the failed
 judgements (unparseable verdicts, judge errors, a pairwise judgement with one
 order only) are counted beside it and left out; with ``--single-order`` a pairwise
 judgement whose other order failed counts, and how many did is counted too.

@@ -40,8 +40,9 @@ def length_items(cells: Sequence[Cell], predictions: Sequence) -> dict[tuple[str
 def length_tables(cells: Sequence[Cell], predictions: Sequence) -> tuple[Table, Table]:
     """Score by context length per task and arm, ``score [95% interval] (n)``; and each compressed arm minus full
     context at each length, paired on the example, with its interval and n, per task and pooled over the tasks of
-    one category (stratified by task).  The deltas' last column pools every length (paired on (length, example),
-    resampled within each length), since a few examples per length rarely resolve a difference on their own.
+    one category (stratified by task).  The deltas' last column pools every length, since a few examples per
+    length rarely resolve a difference on their own: it holds the same pairs as the scores table's cell (one task)
+    or its category average (tasks pooled, stratified by task), so it prints the same interval as they do.
     Only tasks with two or more lengths."""
     items = length_items(cells, predictions)
     by_task: dict[str, list[str]] = defaultdict(list)
@@ -93,11 +94,14 @@ def length_tables(cells: Sequence[Cell], predictions: Sequence) -> tuple[Table, 
 def _pooled_pairs(arms: Sequence[tuple[str, Mapping[str, Mapping[str, float]], Mapping[str, Mapping[str, float]]]],
                   lengths: Sequence[str]) -> PairedDelta:
     """Compressed minus full over ``(task, full's items by length, the arm's items by length)``, paired on
-    (task, length, example) and stratified by (task, length)."""
-    base, strata = merged_scores([(f"{task}\x1f{k}", full_items.get(k, {})) for task, full_items, _ in arms
-                                  for k in lengths])
+    (task, length, example) and stratified by task alone, as the scores table's averages over tasks are: a length
+    is a property of the examples a task drew, not a separate test (testing each length at α / K would print a
+    second, wider interval for the very pairs of the scores table's cell)."""
+    base, keys = merged_scores([(f"{task}\x1f{k}", full_items.get(k, {})) for task, full_items, _ in arms
+                                for k in lengths])
     other, _ = merged_scores([(f"{task}\x1f{k}", arm_items.get(k, {})) for task, _, arm_items in arms for k in lengths])
-    return paired_vs(base, other, strata)
+    tasks = {key: stratum.split("\x1f", 1)[0] for key, stratum in keys.items()}
+    return paired_vs(base, other, tasks if len(set(tasks.values())) > 1 else None)
 
 
 def _length_delta(pd: PairedDelta) -> str:

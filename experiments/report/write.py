@@ -123,7 +123,7 @@ def write_report(run: str | Path | RunData, *, plots: bool = True) -> tuple[str,
 
 
 TITLES = {
-    "score_by_length": "Score by context length, per arm (mean [95% bootstrap interval] (n)): the effective length",
+    "score_by_length": "Score by context length, per arm (mean [95% interval] (n)): the effective length",
     "length_deltas": "Compressed minus full context at each length, paired on the example ([95% interval], n)",
     "longbench_v2": "LongBench v2 (result.py): accuracy overall, by difficulty and by length",
     "scores": "Scores",
@@ -222,8 +222,8 @@ def render_markdown(data: RunData, analysis: Analysis, plot_paths: Sequence[Path
     judged = judged_cells(run_dir)
     if judged:
         parts += ["", "## Judged evaluation", "",
-                  "Win-rates (pairwise; ties count half) and rubric scores (score) x 100, with 95% bootstrap "
-                  "intervals over examples; failed judgements (unparseable verdicts, judge errors) are counted and "
+                  "Win-rates (pairwise; ties count half) and rubric scores (score) x 100, with 95% intervals "
+                  "over examples (valid bounds for values in [0, 1], docs/metrics.md); failed judgements (unparseable verdicts, judge errors) are counted and "
                   "left out. See `judgements.jsonl`.", "", markdown_table(*judged_table(judged))]
     if curve:
         parts += ["", "## Open-domain curve: retriever recall@k and reader accuracy@k", "", CURVE_NOTE, "",

@@ -166,5 +166,5 @@ def plot_score_by_length(series: Mapping[str, Mapping[str, Mapping[str, Any]]], 
                     ax.set_xlabel("context tokens")
         # every arm once, in full: two budgets of one retriever differ only at the end of their names
         fig.legend(list(legend.values()), [fit(arm, 70) for arm in legend], loc="outside lower center", ncol=2,
-                   frameon=False, title="bars: 95% bootstrap intervals", title_fontsize=7)
+                   frameon=False, title="bars: 95% intervals (valid bounds, docs/metrics.md)", title_fontsize=7)
         return save(fig, path)

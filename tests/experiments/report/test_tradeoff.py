@@ -332,14 +332,14 @@ def test_compare_across_readers_gives_a_difference_of_differences(tmp_path):
         compare_runs(tmp_path / "run", tmp_path / "run", {"reader": "weak-strong"})
 
 
-def test_the_all_lengths_delta_is_the_mean_over_lengths_of_each_lengths_paired_delta(tmp_path):
+def test_the_all_lengths_delta_is_the_cells_own_paired_delta_with_its_one_interval(tmp_path):
     from dataclasses import replace
 
     from experiments.report.tables import length_tables
 
-    # full scores 0 everywhere; the arm scores 1, 1 at 1k (delta 1.0) and 0, 0, 0, 1 at 2k (delta 0.25): the
-    # pooled statistic resamples within each length and averages the lengths, (1.0 + 0.25) / 2 = 0.625, where an
-    # unstratified pool of the 6 pairs would give 3 / 6 = 0.5
+    # full scores 0 everywhere; the arm scores 1, 1 at 1k (delta 1.0) and 0, 0, 0, 1 at 2k (delta 0.25): every length
+    # pooled is the cell's own 6 pairs, 3 / 6 = 0.5, with the scores table's interval, not a mean over lengths
+    # (0.625) tested length by length at alpha / 2, which printed a second, wider interval for the same pairs
     arm = {"1024": [1, 1], "2048": [0, 0, 0, 1]}
     preds = []
     for length, scores in arm.items():
@@ -353,7 +353,9 @@ def test_the_all_lengths_delta_is_the_mean_over_lengths_of_each_lengths_paired_d
     assert header[-3:] == ["1k", "2k", "all lengths"]
     assert row[-3].startswith("+100.00") and row[-3].endswith("(n=2)")  # below 5 pairs: the delta and n only
     assert row[-2].startswith("+25.00") and row[-2].endswith("(n=4)")
-    assert row[-1].startswith("+62.50 [") and row[-1].endswith("(n=6)")
+    (cell,) = [c for c in data.cells if not c.is_full]
+    lo, hi = cell.delta_ci95
+    assert cell.delta_paired == 50.0 and row[-1].startswith(f"+50.00 [{lo:+.2f}, {hi:+.2f}]") and row[-1].endswith("(n=6)")
 
 
 def test_no_arm_at_a_floor_or_a_ceiling_sits_on_the_frontier(tmp_path):

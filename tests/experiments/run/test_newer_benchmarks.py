@@ -42,6 +42,15 @@ def test_ruler_tasks_in_a_run_give_the_effective_length_tables(tmp_path):
     # and every length pooled, paired on (task, length, example): 24 pairs, each task's row 12
     rows = list(csv.reader(deltas))
     assert rows[0][-1] == "all lengths" and [row[-1].rsplit(" ", 1)[-1] for row in rows[1:]] == ["(n=12)"] * 3 + ["(n=24)"]
+    # the very pairs of the scores table's cell (a task) or its category average: the same interval, not a second one
+    scores = list(csv.reader((out / "tables" / "scores.csv").read_text().splitlines()))
+    arm = next(row for row in scores[1:] if row[1] != "full")
+    printed = {column.split(" (", 1)[0]: cell.split(" (", 1)[1].rstrip(")") for column, cell in zip(scores[0], arm)
+               if " (" in cell}
+    pooled = {row[0].split(" (", 1)[0]: row[-1].rsplit(" (n=", 1)[0] for row in rows[1:]}
+    assert pooled == {task: printed[task] for task in ("ruler_niah_single", "ruler_niah_multikey", "ruler_vt")} | {
+        "needle retrieval": printed["avg needle retrieval"]}
+    assert all("[" in interval for interval in pooled.values())
     assert "Score by context length" in md and any(p.name == "score_by_length.png" for p in plots)
     # the same lengths are not drawn a second time, without intervals, as one line per (reader, arm, task)
     assert not any(p.name.startswith("length_buckets") for p in plots)
