@@ -198,6 +198,9 @@ class SmolLM2Reader(HFReader):
         return (f"smollm2:{GGUF_NAME}:{engine}:chat={self.chat}:max_context={self.max_context}"
                 f":truncation={self.truncation}")
 
+    def prompt_overhead(self, request: GenerationRequest) -> int:
+        return super().prompt_overhead(request) if self.backend == "transformers" else self.engine.prompt_overhead(request)
+
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
         if self.backend == "transformers":
             return super().generate(requests)
