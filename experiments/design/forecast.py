@@ -189,7 +189,7 @@ def plan_run(run_dir: str | Path, *, margin: float | None = None, power: float =
 
 
 def _averages(per_task: dict[tuple[str, str], list[tuple[Arm, Arm]]], rows: Sequence[PlanRow], margin: float,
-              power: float, alpha: float, delta: float, pools: Mapping[str, tuple[int, int]]) -> list[PlanRow]:
+              power: float, alpha: float, delta: float, pools: Mapping[str, tuple[int | None, int]]) -> list[PlanRow]:
     """A line's average over its tasks, each task weighted equally and growing by the same number of
     documents (``needed_for_average``: the power it promises is a lower bound)."""
     by_cell = {(r.task, r.reader, r.compressor, r.budget): r for r in rows}
@@ -210,9 +210,11 @@ def _averages(per_task: dict[tuple[str, str], list[tuple[Arm, Arm]]], rows: Sequ
     return out
 
 
-def _pools(run_dir: Path) -> dict[str, tuple[int, int]]:
+def _pools(run_dir: Path) -> dict[str, tuple[int | None, int]]:
     """Per task of the run's config: the documents its pool holds and the most questions one holds; empty
-    when the config's data cannot be read here (a plan then says nothing of the pool)."""
+    when the config's data cannot be read here (a plan then says nothing of the pool). A generated task
+    (``ruler:``, ``synthetic:``) has no pool to run out of: raising its ``n`` makes more examples, so its plan
+    is not capped (None)."""
     from experiments.data.store import CONFIG
     from experiments.run.config import parse_config
     from experiments.run.examples import pools
@@ -222,7 +224,9 @@ def _pools(run_dir: Path) -> dict[str, tuple[int, int]]:
         return {}
     try:
         config = parse_config(yaml.safe_load(path.read_text(encoding="utf-8")) or {})
-        return {task: (documents, largest) for task, (documents, largest) in pools(config, documents=True).items()}
+        generated = {t.key for t in config.tasks if t.ruler is not None or t.synthetic is not None}
+        return {task: (None if task in generated else documents, largest)
+                for task, (documents, largest) in pools(config, documents=True).items()}
     except Exception:  # noqa: BLE001 - the data moved or is not fetched: plan without the cap
         return {}
 

@@ -166,3 +166,21 @@ def test_the_simulated_documents_sit_at_the_assumed_difference_after_clipping():
     assert np.isfinite(plan.n), plan
     truth = sim.paired_01(np.random.default_rng(2), 400, int(plan.n), accuracy=0.5, discordant=0.45, delta=0.0)
     assert sim.report_not_worse(truth, 5.0).mean() >= 0.8 - 3 * np.sqrt(0.16 / 400)
+
+
+def test_a_generated_task_has_no_pool_to_cap_its_plan(tmp_path):
+    """RULER-style (and synthetic) tasks are generated: raising their ``n`` makes more examples, so the plan sizes
+    the cell past the examples this run generated instead of saying the task cannot decide it."""
+    from experiments.run.api import evaluate
+
+    ruler = {"lengths": [512, 1024], "n": 4, "seed": 2}
+    config = {"name": "generated", "readers": ["extractive"],
+              "compressors": ["full", {"name": "truncate", "params": {"max_tokens": 64, "policy": "middle"}}],
+              "tasks": [{"name": "ruler_niah_single", "ruler": ruler},
+                        {"name": "kv_retrieval", "synthetic": {"kind": "kv", "n": 8, "num_keys": 20}}]}
+    evaluate(config, tmp_path / "run", progress=False, plots=False)
+    rows, settings = plan_run(tmp_path / "run")
+    assert settings["pools_unknown"] == []
+    cells = [r for r in rows if not r.task.startswith("average of")]
+    assert len(cells) == 2 and all("pool holds" not in r.plan.note for r in cells)
+    assert all(r.plan.n > r.pilot.n_clusters for r in cells)  # past the 8 generated: the generator makes more
