@@ -89,6 +89,11 @@ class CompressedContext:
     ``trace`` holds compressor-specific intermediates (per-chunk summaries,
     retrieved ids before cut-off, ...), JSON-serialisable.  ``budget`` is the
     token budget the compressor was given (None: none); ``work`` its own model work.
+
+    ``kept_spans`` is what the compressor kept, said by the compressor itself so that nothing downstream
+    (the view's highlighting, the report) needs to know its kind: sorted, non-overlapping ``[start, end)``
+    character spans of the example's original ``context``.  ``None`` says the text is not a selection of the
+    context (a summary, a rewrite), so there is nothing to highlight; ``()`` says nothing was kept.
     """
 
     text: str
@@ -102,6 +107,7 @@ class CompressedContext:
     trace: dict = field(default_factory=dict, compare=False)
     budget: int | None = None
     work: ModelWork = field(default_factory=ModelWork, compare=False)
+    kept_spans: tuple[tuple[int, int], ...] | None = field(default=None, compare=False)
 
     @property
     def ratio(self) -> float:
