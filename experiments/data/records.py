@@ -183,6 +183,10 @@ class Prediction(Keyed):
     score_parts: dict[str, float] = field(default_factory=dict)
     # the example's cluster (``Example.cluster``) when it is not the example's own id; empty: a cluster of one
     cluster: str = ""
+    # a growing run's (``--until-decided``) look that read this prediction, and the document it belongs to, so
+    # anyone can check which data each look saw; None and "" in a fixed-n run
+    look: int | None = None
+    document: str = ""
 
     @property
     def cluster_key(self) -> str:
@@ -257,7 +261,8 @@ class Judgement:
 # fields a line leaves out when they hold nothing (a run without a budget axis or compressor models writes none)
 _OMITTED_WHEN_EMPTY = {"Prediction": ("score_parts", "cluster", "budget", "over_budget", "tokens_seen", "compress_calls",
                                       "compress_cache_hits", "compress_tokens_in", "compress_tokens_out",
-                                      "compress_model_s", "embed_calls", "embed_texts", "embed_hits")}
+                                      "compress_model_s", "embed_calls", "embed_texts", "embed_hits", "look",
+                                      "document")}
 _KEPT_WHEN_ZERO = ("tokens_seen",)  # a reader that cut the whole context saw 0 tokens of it, which is not "none"
 _REQUIRED: dict[type, tuple[str, ...]] = {}
 TEXT_FIELDS = ("task", "id", "config_hash", "compressor", "reader")

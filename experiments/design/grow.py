@@ -3,7 +3,10 @@
 
 A fixed-n run spends as many reader calls on a cell that is clearly fine after 40 questions as on one at the
 edge.  Here each task's nested sample (``sample:``, ``experiments.data.sampling``) grows by ``step`` questions
-at a time; after each step every compressed cell that is not yet decided is tested against full with the
+at a time, dealt by whole documents (``deal: whole``: a document enters a look with all its questions, the
+last one rounding the step up, so no later look adds a question to a document an earlier look tested and each
+look extends the one wealth path the last look read; every prediction records its ``look`` and ``document``
+in ``predictions.jsonl``, so anyone can check which data each look saw); after each step every compressed cell that is not yet decided is tested against full with the
 anytime-valid betting rule of ``experiments.design.sequential`` (however many looks are taken, each cell's
 error stays at alpha), and a decided cell gets no more examples: later steps read only the undecided cells and
 the full context they are compared with (one ``full`` generation per reader, task and example, shared by every
@@ -25,7 +28,7 @@ from __future__ import annotations
 import json
 import re
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -44,6 +47,8 @@ from experiments.run.driver import Runner, RunStats
 from experiments.run.examples import pools
 from experiments.run.grid import GridPoint, expand_grid
 from experiments.run.sections import SampleConfig
+
+DEALT = "whole documents"  # how this version deals a growing sample; a run started otherwise is not continued
 
 KEY = "sequential"
 CostUnit = Literal["usd", "hours", "calls"]
@@ -125,8 +130,29 @@ def first_sizes(config: RunConfig, limits: Limits) -> dict[str, int]:
     return {t.key: (t.sample.n if t.sample is not None and t.sample.n else limits.step) for t in config.tasks}
 
 
+def grown_sample(sample: SampleConfig | None, step: int) -> SampleConfig:
+    """A task's sample as a growing run draws it: its seed kept, dealt by whole documents (``by: none``
+    included: a question's document is still the unit its test reads), n set per step."""
+    base = sample or SampleConfig(n=step)
+    return base.model_copy(update={"n": step, "by": "document", "deal": "whole"})
+
+
+def next_size(held: int, start: int, step: int, cap: int) -> int:
+    """The questions a task's sample asks for at its next look: ``start`` at the first, then one ``step`` more
+    than the sample holds (a whole-document sample may hold more than it asked for), never past ``cap``."""
+    return min(start, cap) if not held else min(held + step, cap)
+
+
+def held_sizes(config: RunConfig) -> dict[str, int]:
+    """The questions each task's sample holds (before a sweep moves each through its positions)."""
+    from experiments.run.examples import load_task_examples
+
+    return {t.key: len(load_task_examples(t.model_copy(update={"sweep": None, "open_domain": None, "chunks": None})))
+            for t in config.tasks}
+
+
 def growable(config: RunConfig, limits: Limits) -> RunConfig:
-    """The config with every task on a nested sample (its seed and ``by`` kept; n set per step): a task with
+    """The config with every task on a nested sample dealt by whole documents (``grown_sample``): a task with
     ``limit`` or a generated RULER task cannot grow and is refused in one line."""
     tasks = []
     for task in config.tasks:
@@ -137,8 +163,7 @@ def growable(config: RunConfig, limits: Limits) -> RunConfig:
         if task.ruler is not None:
             raise UserError(f"--until-decided cannot grow the generated RULER task {task.key!r} (its size is "
                             "`ruler.n`); run it at a fixed n")
-        sample = task.sample or SampleConfig(n=limits.step)
-        tasks.append(task.model_copy(update={"sample": sample.model_copy(update={"n": limits.step})}))
+        tasks.append(task.model_copy(update={"sample": grown_sample(task.sample, limits.step)}))
     return config.model_copy(update={"tasks": tasks})
 
 
@@ -202,6 +227,10 @@ def grow(config: RunConfig, run_dir: str | Path, limits: Limits, *, margin: floa
     sequential run ``run_dir`` holds, if any, with the settings it was started with."""
     run_dir = Path(run_dir)
     state = load_state(run_dir)
+    if state is not None and state.get("dealt") != DEALT:
+        raise UserError(f"{run_dir} holds a sequential run started before looks dealt whole documents (a later "
+                        "look added questions to documents an earlier look had tested, which passes alpha); start "
+                        "it again in a new --out: every generation it made is cached and is not asked again")
     if state is not None:
         held = Limits.from_dict(state["settings"])
         if held != limits:
@@ -217,7 +246,7 @@ def grow(config: RunConfig, run_dir: str | Path, limits: Limits, *, margin: floa
         raise UserError("--until-decided needs at least one compressed arm beside `full` to decide")
     sizes = pools(config)
     caps = {t: min(sizes[t][0], limits.max_n or sizes[t][0]) for t in sizes}
-    state = state or {"settings": limits.as_dict(), "margin": margin, "max_n": caps, "looks": [],
+    state = state or {"settings": limits.as_dict(), "dealt": DEALT, "margin": margin, "max_n": caps, "looks": [],
                       "largest_document": {},
                       "cells": {c.key: {"task": c.task, "config_hash": c.config_hash, "full_hash": c.full_hash,
                                         "documents": [], "decision": "", "look": None} for c in cells},
@@ -236,8 +265,8 @@ def grow(config: RunConfig, run_dir: str | Path, limits: Limits, *, margin: floa
         open_cells = [c for c in cells if not state["cells"][c.key]["decision"]]
         open_tasks = {c.task for c in open_cells}
         # a task whose cells are all decided stays where it is; the others take one more step
-        n = {t: (min(start[t], caps[t]) if not previous[t] else
-                 min(previous[t] + limits.step, caps[t]) if t in open_tasks else previous[t]) for t in caps}
+        n = {t: next_size(previous[t], start[t], limits.step, caps[t]) if not previous[t] or t in open_tasks
+             else previous[t] for t in caps}
         if not open_cells:
             open_at_end = sum(state["cells"][c.key]["decision"] not in ("not worse", "worse") for c in cells)
             state["stopped"] = ("every cell decided" if not open_at_end else
@@ -259,13 +288,13 @@ def grow(config: RunConfig, run_dir: str | Path, limits: Limits, *, margin: floa
                f"cell(s) of {len(cells)}")
         quiet = (lambda m: None if "holds a run of this config" in m else notify(m)) if k > 1 else notify
         runner = Runner(step_config, run_dir, progress=progress, notify=quiet,
-                        only=lambda task, h: (task, h) in wanted, **runner_options)
+                        only=lambda task, h: (task, h) in wanted, look=k, **runner_options)
         try:
             runs.append(runner.run())
         finally:
             runner.close()
         state["spent_s"] = round(state.get("spent_s", 0.0) + runs[-1].wall_s, 3)
-        state["looks"].append(_look(run_dir, growing, n, caps, margin, limits, state))
+        state["looks"].append(_look(run_dir, growing, held_sizes(step_config), caps, margin, limits, state))
         save_state(run_dir, state)
     save_state(run_dir, state)
     return Outcome(run_dir, state, runs)
@@ -275,9 +304,9 @@ def _look(run_dir: Path, growing: list[Cell], n: dict[str, int], caps: dict[str,
           limits: Limits, state: dict[str, Any]) -> dict[str, Any]:
     """Test every growing cell at this look and record the decisions.
 
-    The betting test reads a cell's documents in the order they entered its sample (those of earlier looks
-    first, as they were; each step's new documents by key, an order fixed before their scores are seen), so
-    each look extends the same wealth path and the running maximum over it keeps Ville's guarantee."""
+    ``n``: the questions each task's sample holds at this look.  The betting test reads a cell's documents in
+    the order they entered (``entered``), so each look extends the same wealth path and the running maximum
+    over it keeps Ville's guarantee."""
     items = item_scores(RunDir(run_dir).predictions.read())
     k = len(state["looks"]) + 1
     rows = []
@@ -289,11 +318,7 @@ def _look(run_dir: Path, growing: list[Cell], n: dict[str, int], caps: dict[str,
             rows.append({"task": c.task, "config_hash": c.config_hash, "n": 0, "decision": "no pairs"})
             continue
         keys = cluster_keys(ids, full, arm) or ids  # no shared documents: each question its own
-        documents = record.setdefault("documents", [])
-        known = set(documents)
-        documents.extend(sorted({d for d in keys if d not in known}))
-        rank = {d: i for i, d in enumerate(documents)}
-        ordered = sorted(range(len(ids)), key=lambda j: (rank[keys[j]], ids[j]))
+        ordered = entered(record.setdefault("documents", []), ids, keys)
         units = as_units([arm[ids[j]] - full[ids[j]] for j in ordered], clusters=[keys[j] for j in ordered])
         bound = state.get("largest_document", {}).get(c.task)
         seen = look(units.sums, units.sizes, margin, alpha=limits.alpha, bound=bound)
@@ -310,6 +335,16 @@ def _look(run_dir: Path, growing: list[Cell], n: dict[str, int], caps: dict[str,
         rows.append({"task": c.task, "config_hash": c.config_hash, **asdict(seen), "decision": decision,
                      "edge": edge})
     return {"look": k, "n": dict(n), "cells": rows}
+
+
+def entered(documents: list[str], ids: Sequence[str], keys: Sequence[str]) -> list[int]:
+    """The order a look reads a cell's questions (``ids``, of documents ``keys``) in: documents in the order
+    they entered the sample, those of earlier looks (``documents``, extended here with this look's) first, this
+    look's new ones by key (an order fixed before their scores are seen), and questions by id within each."""
+    known = set(documents)
+    documents.extend(sorted({d for d in keys if d not in known}))
+    rank = {d: i for i, d in enumerate(documents)}
+    return sorted(range(len(ids)), key=lambda j: (rank[keys[j]], ids[j]))
 
 
 def _over_budget(run_dir: Path, config: RunConfig, grid: list[GridPoint], limits: Limits, growing: list[Cell],
@@ -385,4 +420,5 @@ def summary(state: dict[str, Any]) -> dict[str, Any]:
             "stopped": state.get("stopped")}
 
 
-__all__ = ["KEY", "NOT_DECIDED_AT_MAX", "CostLimit", "Limits", "Outcome", "grow", "load_state", "summary"]
+__all__ = ["KEY", "NOT_DECIDED_AT_MAX", "CostLimit", "Limits", "Outcome", "entered", "grow", "grown_sample",
+           "load_state", "next_size", "summary"]

@@ -141,7 +141,7 @@ class RunConfig(_Strict):
 def _grown(mine: TaskConfig, theirs: TaskConfig) -> bool:
     """Whether ``theirs`` draws a sample of the same seed and kind as ``mine``, of at least its size."""
     a, b = mine.sample, theirs.sample
-    return a is not None and b is not None and (a.seed, a.by) == (b.seed, b.by) and b.n >= a.n
+    return a is not None and b is not None and (a.seed, a.by, a.deal) == (b.seed, b.by, b.deal) and b.n >= a.n
 
 
 def _format_validation_error(err: ValidationError, source: str) -> str:

@@ -88,9 +88,10 @@ class Runner:
     def __init__(self, config: RunConfig, run_dir: str | Path, *, progress: bool = True,
                  reader_factory: Callable[..., Reader] = make_reader, executor: Executor | None = None,
                  shards: Any = None, notify: Callable[[str], None] | None = None,
-                 only: Callable[[str, str], bool] | None = None) -> None:
+                 only: Callable[[str, str], bool] | None = None, look: int | None = None) -> None:
         self.config = config
         self.only = only  # (task key, config hash) -> whether the cell is read (a growing run's undecided cells)
+        self.look = look  # a growing run's look: stamped with its document on every prediction this runner writes
         self.grid = expand_grid(config)
         check_components(config, self.grid)
         self.run_dir = Path(run_dir)
@@ -239,6 +240,9 @@ class Runner:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 write_atomic(path, prompt, sync=False)  # rebuilt from the config; the logs are what must last
         self.files.traces.extend(result.traces)
+        if self.look is not None:
+            for prediction in result.predictions:
+                prediction.look, prediction.document = self.look, prediction.cluster_key
         self.files.predictions.extend(result.predictions)
         self.files.failures.extend(result.failures)
         for failure in result.failures:

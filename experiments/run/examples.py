@@ -40,7 +40,8 @@ def load_task_examples(task: TaskConfig, *, progress: bool = False, shards: Shar
     else:
         examples = _synthetic_examples(task)[: task.limit]
     if task.sample is not None:
-        examples = draw_sample(examples, task.sample.n, seed=task.sample.seed, by=task.sample.by)
+        examples = draw_sample(examples, task.sample.n, seed=task.sample.seed, by=task.sample.by,
+                               deal=task.sample.deal)
     if task.sweep is not None:
         examples = _sweep(spec, examples, task)
     if task.open_domain is not None:

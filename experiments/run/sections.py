@@ -231,11 +231,20 @@ class ChunksConfig(_Strict):
 class SampleConfig(_Strict):
     """A seeded sample of a task's questions (``experiments.data.sampling``): ``by: document`` deals questions
     round-robin over documents, ``by: none`` samples questions alone; the sample of ``n`` is a prefix of the
-    sample of any larger ``n`` with the same seed, so a run can grow without asking its reader again."""
+    sample of any larger ``n`` with the same seed, so a run can grow without asking its reader again.
+    ``deal: whole`` takes whole documents until the sample holds ``n`` questions (what ``--until-decided`` uses,
+    so no look adds questions to a document an earlier look tested)."""
 
     n: PositiveInt
     seed: int = 0
     by: Literal["document", "none"] = "document"
+    deal: Literal["round-robin", "whole"] = "round-robin"
+
+    @model_validator(mode="after")
+    def _whole_by_document(self) -> "SampleConfig":
+        if self.deal == "whole" and self.by != "document":
+            raise ValueError("sample: `deal: whole` keeps each document's questions together; it needs `by: document`")
+        return self
 
 
 def _known_metric(name: str) -> str:

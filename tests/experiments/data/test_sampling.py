@@ -125,4 +125,24 @@ def test_a_run_grows_its_sample_in_place_and_asks_only_for_the_new_questions(tmp
     assert [r["id"] for r in recs[:3]] == ids3 and len({r["id"] for r in recs}) == 7
     assert all(r["cluster"].startswith("doc:") for r in recs)
     grid = json.loads((run / "grid.json").read_text())
-    assert grid["tasks"][0]["sample"] == {"n": 7, "seed": 0, "by": "document"}
+    assert grid["tasks"][0]["sample"] == {"n": 7, "seed": 0, "by": "document", "deal": "round-robin"}
+
+
+def test_a_sample_dealt_whole_takes_whole_documents_and_stays_nested():
+    """``deal: whole`` (what ``--until-decided`` draws): the sample of n is whole documents until it holds n
+    questions, a prefix of every larger one; ``by: none`` has no documents to keep whole."""
+    pool = _pool()
+    size = Counter(ex.cluster for ex in pool)
+    samples = [draw_sample(pool, n, seed=1, deal="whole") for n in range(1, len(pool) + 1)]
+    for n, drawn in enumerate(samples, start=1):
+        held = Counter(ex.cluster for ex in drawn)
+        assert all(held[d] == size[d] for d in held) and len(drawn) >= n
+        assert len(drawn) - n < max(size.values())  # rounded up to the end of one document, no more
+    for small, large in zip(samples, samples[1:]):
+        assert [e.id for e in large[: len(small)]] == [e.id for e in small]
+    with pytest.raises(ValueError, match="by='document'"):
+        draw_sample(pool, 3, seed=1, by="none", deal="whole")
+    with pytest.raises(ConfigError, match="deal: whole"):
+        parse_config({"readers": ["extractive"], "compressors": ["full"], "tasks": [
+            {"name": "nq_multidoc", "synthetic": {"kind": "multidoc_qa", "n": 4}, "sample": {"n": 2, "by": "none",
+                                                                                               "deal": "whole"}}]})

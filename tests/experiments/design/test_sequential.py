@@ -127,10 +127,18 @@ def test_a_run_grows_until_each_cell_is_decided_and_reads_only_undecided_cells(g
     assert (state["stopped"] == "every cell decided") == (not not_decided)  # never "decided" over open cells
     assert not not_decided or f"({not_decided} of {len(state['cells'])} not decided)" in state["stopped"]
     looks = state["looks"]
-    # the first look is the config's own sample (5 questions), then a step of 12 at a time, up to --max-n 36
+    # the first look is the config's own sample (5 questions), then a step of 12 at a time, up to --max-n 36,
+    # each rounded up to the end of the document it reaches (a document enters a look whole)
     sizes = [l["n"]["natural_question"] for l in looks]
-    assert sizes == [5, 17, 29, 36][: len(looks)]
+    assert sizes[0] >= 5 and all(b >= a + 12 for a, b in zip(sizes, sizes[1:-1])) and max(sizes[:-1]) < 36
     preds = [json.loads(l) for l in (out.run_dir / "predictions.jsonl").read_text().splitlines()]
+    # every prediction says which look read it and its document; each document is read by one look only, whole
+    looks_of: dict[tuple[str, str], set[int]] = {}
+    for p in preds:
+        assert p["look"] >= 1 and p["document"] == (p.get("cluster") or p["id"])
+        looks_of.setdefault((p["config_hash"], p["document"]), set()).add(p["look"])
+    assert looks_of and all(len(v) == 1 for v in looks_of.values())
+    assert sorted({p["look"] for p in preds}) == list(range(1, len(looks) + 1))
     for key, cell in state["cells"].items():
         assert cell["decision"]  # decided, or "cannot tell at the maximum n" at the last look
         made = [p for p in preds if p["config_hash"] == cell["config_hash"]]
