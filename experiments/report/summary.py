@@ -9,6 +9,7 @@ from typing import Any
 from experiments.data.records import budget_text
 from experiments.report.cells import RunData, Table
 from experiments.report.curve import curve_contrasts, curve_rows, saturation
+from experiments.report.estimand import estimand_text, estimands
 from experiments.report.lengths import length_tables, longbench_v2_table
 from experiments.report.stats import ALPHA, NOT_WORSE, WORSE
 from experiments.report.tables import breakdown_table, contrast_table, efficiency_table, position_contrasts, score_table
@@ -162,5 +163,8 @@ def summary_lines(data: RunData, analysis: Analysis) -> list[tuple[str, str]]:
                       f"k = {s.text} (largest k = {s.reference_k}, best k = {s.best_k}"
                       + (f"; k = {s.k} minus largest: {vs.delta:+.2f} [{vs.lo:+.2f}, {vs.hi:+.2f}]" if vs else "")
                       + f"; {s.ladder})."))
+    said = estimand_text(estimands(data.manifest, data.predictions))
+    if said and any(not c.is_full for c in cells):
+        lines.append(("What is estimated", f"{said[0].upper()}{said[1:]} (docs/metrics.md, \"Which mean\")."))
     lines.append(("Error control", error_control_statement(analysis)))
     return lines

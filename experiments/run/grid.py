@@ -239,7 +239,10 @@ def expand_grid(config: RunConfig) -> list[GridPoint]:
 def grid_manifest(config: RunConfig, grid: list[GridPoint]) -> dict[str, Any]:
     """``grid.json``: the run's tasks and grid points in config order (reports list rows in this order)."""
     return {
-        "tasks": [{"key": t.key, "name": t.name, **({"sample": t.sample.model_dump()} if t.sample else {})}
+        # what the report needs to say which mean a task's verdicts are about (experiments.report.estimand)
+        "tasks": [{"key": t.key, "name": t.name, **({"sample": t.sample.model_dump()} if t.sample else {}),
+                   **({"limit": t.limit} if t.limit else {}),
+                   **({"generated": True} if t.synthetic is not None or t.ruler is not None else {})}
                   for t in config.tasks],
         "points": [
             {"config_hash": p.config_hash, "compressor": p.compressor.model_dump(mode="json", exclude={"zip"}),
