@@ -148,13 +148,14 @@ def _difference_of_differences(a: RunData, b: RunData, ca: Cell, cb: Cell, fa: C
     ids = sorted(set.intersection(*(set(c) for c in cells)))
     if not ids:
         return None
-    d_a = [cells[1][i] - cells[0][i] for i in ids]
-    d_b = [cells[3][i] - cells[2][i] for i in ids]
-    zeros = [0.0] * len(ids)
+    score = [[c[i] for i in ids] for c in cells]
+    d_a = [arm - full for full, arm in zip(score[0], score[1])]
+    d_b = [arm - full for full, arm in zip(score[2], score[3])]
     clusters = cluster_keys(ids, *cells)  # questions on one document move together in every difference
-    # changes of score lie in [-1, 1]: the valid tests of experiments.inference take them with that bound
-    return (paired_delta(zeros, d_a, clusters=clusters, bounded=(-1.0, 1.0)),
-            paired_delta(zeros, d_b, clusters=clusters, bounded=(-1.0, 1.0)),
+    # each run's change is a difference of scores in [0, 1], tested as one (its interval within [-100, +100]:
+    # as a change in [-1, 1] against 0 it was tested over [-2, 2] and could print [-200, +200]); the difference
+    # of the changes lies in [-2, 2], where the valid tests of experiments.inference take it
+    return (paired_delta(score[0], score[1], clusters=clusters), paired_delta(score[2], score[3], clusters=clusters),
             paired_delta(d_a, d_b, clusters=clusters, bounded=(-1.0, 1.0)))
 
 

@@ -111,3 +111,35 @@ def test_compare_pairs_over_documents_where_questions_share_them(tmp_path):
     assert row["B - A [95% CI]"].startswith(f"{b_minus_a.delta:+.2f} [{b_minus_a.lo:+.2f}, {b_minus_a.hi:+.2f}]")
     dod = paired_delta(scores["ca"] - scores["fa"], scores["cb"] - scores["fb"], clusters=docs, bounded=(-1.0, 1.0))
     assert row[DOD].startswith(f"{dod.delta:+.2f} [{dod.lo:+.2f}, {dod.hi:+.2f}]")
+
+
+def test_no_interval_compare_prints_passes_what_its_quantity_can_attain(tmp_path):
+    """Six documents of partial-credit scores: the betting test cannot bound anything under 8 documents, so
+    each interval is its quantity's whole range, and never more: a score's change against full within
+    [-100, +100] (it printed [-200.00, +200.00]: a change tested as a value in [-2, 2]), the difference of
+    the two changes within [-200, +200]."""
+    import re
+
+    from experiments.data.records import Prediction
+    from tests.experiments.report.test_tradeoff import point, write_run
+
+    ids = [f"q{i}" for i in range(6)]
+    scores = {"fa": [0.5, 0.2, 0.9, 0.4, 0.7, 0.1], "ca": [0.6, 0.2, 0.3, 0.4, 0.9, 0.1],
+              "fb": [0.5, 0.3, 0.9, 0.4, 0.7, 0.2], "cb": [0.8, 0.2, 0.9, 0.6, 0.7, 0.3]}
+
+    def run(name, full, arm):
+        preds = [Prediction(task="t", id=i, config_hash=h, compressor=label, compressor_kind=kind, reader="r",
+                            prediction="", metric="qa_f1", score=v[k])
+                 for h, label, kind, v in (("F", "full", "full", full), ("C", "truncate", "truncate", arm))
+                 for k, i in enumerate(ids)]
+        write_run(tmp_path / name, preds, [point("F", "full"), point("C", "truncate")])
+
+    run("a", scores["fa"], scores["ca"])
+    run("b", scores["fb"], scores["cb"])
+    header, body, _ = compare_runs(tmp_path / "a", tmp_path / "b")
+    row = dict(zip(header, next(r for r in body if r[2] == "truncate")))
+    reach = {"B - A [95% CI]": 100, "A - full": 100, "B - full": 100, DOD: 200}
+    for column, most in reach.items():
+        lo, hi = (float(x) for x in re.search(r"\[([-+0-9.]+), ([-+0-9.]+)\]", row[column]).groups())
+        assert -most <= lo <= hi <= most, (column, row[column])
+    assert row["A - full"].startswith("-5.00 [-100.00, +100.00]")
