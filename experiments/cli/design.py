@@ -70,7 +70,7 @@ def run_until_decided(config, run_dir: Path, *, step: Optional[int], max_n: Opti
     """``ctxcomp run CONFIG --until-decided``: grow the samples until every cell is decided
     (``experiments.design.grow``), then write the report and print what was decided."""
     from experiments.cli.errors import sigterm_as_interrupt
-    from experiments.design.grow import CostLimit, Limits, grow, load_state, summary
+    from experiments.design.grow import CostLimit, Limits, grow, load_state, summary_line
     from experiments.report.cells import load_run
     from experiments.run.api import RunInterrupted
 
@@ -84,8 +84,7 @@ def run_until_decided(config, run_dir: Path, *, step: Optional[int], max_n: Opti
     except (KeyboardInterrupt, RunInterrupted):
         say(f"\ninterrupted: every finished look is saved; continue with `ctxcomp run --resume {run_dir}`")
         raise typer.Exit(130) from None
-    counts = summary(outcome.state)
-    typer.echo("decided: " + ", ".join(f"{k} {v}" for k, v in counts.items() if v is not None))
+    typer.echo(summary_line(outcome.state))
     if report:
         from experiments.cli.errors import print_scores
         from experiments.report.write import write_report

@@ -420,5 +420,22 @@ def summary(state: dict[str, Any]) -> dict[str, Any]:
             "stopped": state.get("stopped")}
 
 
+def summary_line(state: dict[str, Any]) -> str:
+    """The end-of-run line: the decisions as the looks table gives them, and how many confidence sequences
+    exclude 0 (the ``*`` of the scores table printed after it), so the console counts what the tables show."""
+    counts = summary(state)
+    total, decided = counts["cells"], {d: counts.get(d, 0) for d in ("not worse", "worse")}
+    other = {k: v for k, v in counts.items()
+             if k not in ("cells", "not worse", "worse", "mean look", "looks", "stopped") and v}
+    latest = {(row["task"], row["config_hash"]): row for seen in state["looks"] for row in seen["cells"] if "lo" in row}
+    excludes = sum(1 for row in latest.values() if row["lo"] > 0 or row["hi"] < 0)
+    undecided = total - sum(decided.values())
+    when = f"; a decision at look {counts['mean look']:g} on average" if counts["mean look"] else ""
+    return (f"{total} cell(s): {decided['not worse']} not worse than full, {decided['worse']} worse, {undecided} not "
+            "decided" + (f" ({', '.join(f'{k}: {v}' for k, v in other.items())})" if other else "")
+            + f"; the 95% confidence sequence excludes 0 in {excludes} of {len(latest)} (the `*` of the scores "
+            f"table); {counts['looks']} look(s){when}; stopped: {counts['stopped']}")
+
+
 __all__ = ["KEY", "NOT_DECIDED_AT_MAX", "CostLimit", "Limits", "Outcome", "entered", "grow", "grown_sample",
-           "load_state", "next_size", "summary"]
+           "load_state", "next_size", "summary", "summary_line"]

@@ -69,6 +69,8 @@ class Cell:
     p_value: float | None = None
     n_clusters: int = 0  # documents (clusters) the cell's examples come from; questions on one document share one
     clusters_paired: int = 0
+    # the interval is the cell's 95% confidence sequence at its last look (a run grown with --until-decided)
+    sequence: bool = False
     compressor_kind: str = ""
     order: tuple[int, int] = (0, 0)  # (grid point, task) position in the config
 
@@ -325,7 +327,27 @@ def load_run(run_dir: str | Path) -> RunData:
     """A run directory's records, read without writing, and its cells."""
     files = RunDir(Path(run_dir)).require()
     preds, fails, manifest = files.predictions.read(), files.failures.read(), files.manifest()
-    return RunData(files.path, preds, fails, compute_cells(preds, fails, manifest), manifest)
+    cells = compute_cells(preds, fails, manifest)
+    with_confidence_sequences(cells, files.path)
+    return RunData(files.path, preds, fails, cells, manifest)
+
+
+def with_confidence_sequences(cells: Sequence[Cell], run_dir: Path) -> None:
+    """A run grown with ``--until-decided`` decided each cell by its looks, so every cell it tested shows its
+    95% confidence sequence at its last look (Δ, interval, n; no fixed-n p-value): a fixed-n interval of the
+    same data ignores the looks and says more than they allow, and beside the looks table it contradicted
+    them.  Every table that prints ``cell.paired`` then prints the run's verdicts, ``*`` where the sequence
+    excludes 0."""
+    from experiments.data.provenance import read_manifest
+
+    state = read_manifest(run_dir).get("sequential") if (run_dir / "manifest.json").is_file() else None
+    latest = {(row["task"], row["config_hash"]): row for seen in (state or {}).get("looks", [])
+              for row in seen["cells"] if "lo" in row}
+    for cell in cells:
+        row = latest.get((cell.task, cell.config_hash))
+        if row is not None and not cell.is_full:
+            cell.delta_paired, cell.delta_ci95, cell.p_value = row["delta"], [row["lo"], row["hi"]], float("nan")
+            cell.n_paired, cell.clusters_paired, cell.sequence = row["n"], row["n_clusters"], True
 
 
 def load_traces(run_dir: str | Path) -> dict[RecordKey, Trace]:

@@ -216,9 +216,15 @@ def _vs_best(test: NonInferiority | None) -> str:
     return f"{test.delta:+.2f} [{test.lo:+.2f}, {test.hi:+.2f}]"
 
 
-def _verdict(verdict: str) -> str:
-    """A verdict in a curve's words: each k is compared with the larger ks, not with a full context."""
-    return "not worse than the largest k by more than the margin" if verdict == NOT_WORSE else verdict
+def _verdict(verdict: str, margin: float) -> str:
+    """A verdict in a curve's words, naming the margin it tests: each k is compared with the larger ks, not
+    with a full context, and the verdict is about a loss of ``margin`` points while the interval beside it is
+    about 0 (``-10.00 [-23.77, -0.11] cannot tell at this n`` read as a contradiction)."""
+    if verdict == NOT_WORSE:
+        return f"not worse than the largest k by more than the margin of {margin:g}"
+    if verdict == WORSE:
+        return f"worse than the largest k by more than the margin of {margin:g}"
+    return f"{verdict} (margin {margin:g})"
 
 
 def curve_contrasts(data: RunData, sat: Mapping[tuple[str, str], Saturation] | None = None) -> Table:
@@ -266,7 +272,8 @@ def curve_table(rows: Sequence[CurveRow], sat: Mapping[tuple[str, str], Saturati
         test = s.tests.get(r.k) if s else None
         mark = "" if s is None else "◀" if s.k == r.k else s.text if (s.k is None and r.k == s.reference_k) else ""
         body.append([r.task, r.reader, str(r.k), ci(r.recall, r.recall_ci), ci(r.accuracy, r.accuracy_ci), str(r.n),
-                     str(r.failed), f"{_vs_best(test)} {_verdict(test.verdict)}" if test and test.n else "", mark])
+                     str(r.failed), f"{_vs_best(test)} {_verdict(test.verdict, s.margin)}" if s and test and test.n
+                     else "", mark])
     return header, body
 
 
@@ -293,7 +300,8 @@ def write_curve(rows: Sequence[CurveRow], sat: Mapping[tuple[str, str], Saturati
                              opt(r.recall_ci and r.recall_ci[1]), opt(r.accuracy), opt(r.accuracy_ci and r.accuracy_ci[0]),
                              opt(r.accuracy_ci and r.accuracy_ci[1]), r.n, r.failed, r.note,
                              opt(test and test.delta), opt(test and test.lo), opt(test and test.hi),
-                             _verdict(test.verdict) if test else ("largest k" if s and r.k == s.reference_k else ""),
+                             _verdict(test.verdict, s.margin) if s and test else
+                             ("largest k" if s and r.k == s.reference_k else ""),
                              "" if s is None else s.text])
     finite = lambda v: v if v == v and abs(v) != float("inf") else None  # noqa: E731
     payload = {"rows": [asdict(r) for r in rows],

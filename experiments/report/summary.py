@@ -2,16 +2,17 @@
 summary counts), and the summary that opens them: what ran, what to distrust first, and what was decided."""
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from experiments.data.records import budget_text
-from experiments.report.cells import RunData, Table
+from experiments.report.cells import Cell, RunData, Table
 from experiments.report.curve import curve_contrasts, curve_rows, saturation
 from experiments.report.estimand import estimand_text, estimands
 from experiments.report.lengths import length_tables, longbench_v2_table
-from experiments.report.stats import ALPHA, NOT_WORSE, WORSE
+from experiments.report.stats import ALPHA, MIN_PAIRS, NOT_WORSE, WORSE
 from experiments.report.tables import breakdown_table, contrast_table, efficiency_table, position_contrasts, score_table
 from experiments.report.tradeoff.analysis import tradeoff_analysis
 from experiments.report.tradeoff.noninferiority import run_margin
@@ -51,6 +52,12 @@ def report_tables(data: RunData) -> Analysis:
     if curve:
         tables["curve_contrasts"] = curve_contrasts(data, sat)
     tradeoff, noninferiority = tradeoff_analysis(data)
+    if tradeoff.get("sequential", ([], []))[1]:
+        # a grown run's verdicts are its looks': a fixed-n re-test of the last look's data controls no error
+        # after repeated looks, and its intervals contradicted the confidence sequences, so it is not shown
+        tradeoff = {name: table for name, table in tradeoff.items()
+                    if name not in ("noninferiority", "smallest_noninferior")}
+        noninferiority = []
     tables.update(tradeoff)
     return Analysis(tables, contrast_notes, curve, sat, noninferiority, run_margin(data))
 
@@ -86,7 +93,8 @@ def error_control_statement(analysis: Analysis) -> str:
                  f"family-wise error at {ALPHA:g}: {survive} of the {shown} 'not worse' verdicts survive it")
     sequential = analysis.tables.get("sequential", ([], []))[1]
     if sequential:
-        text += ("; a sequential run's decisions keep α per cell across its repeated looks (anytime-valid betting)")
+        return text + ("; a sequential run's decisions keep α per cell across its repeated looks (anytime-valid "
+                       "betting).")
     if analysis.curve and not rows:  # a curve has ks, not budgets
         return text + ("; the walk down from a curve's largest k controls the family-wise error over its ks (each "
                        "k against every larger k, the fixed-sequence procedure).")
@@ -103,6 +111,35 @@ def resume_advice(failed: int, repeats: int, resume: str) -> str:
     return (f"{repeats} of them were refused by their compressor or rejected by the server, which a resume repeats: "
             "change the config (e.g. a larger budget)"
             + (f"; retry the other {failed - repeats} with {resume}" if repeats < failed else ""))
+
+
+def against_full(cells: Sequence[Cell], interval: str = "interval") -> str:
+    """How many compressed cells' paired 95% ``interval`` excludes 0, of how many, and which cells have none
+    and why (fewer than 5 pairs, no full-context cell to pair with, every example failed): a count that hides
+    cells is not a count of the grid."""
+    compressed = [c for c in cells if not c.is_full]
+    if not compressed or not any(c.is_full for c in cells):  # a curve: no row is paired with full context
+        return ""
+    shown = [c for c in compressed if c.paired is not None and c.paired.n >= MIN_PAIRS]
+    better = [f"{c.compressor} on {c.task} ({c.delta_paired:+.2f})" for c in shown if c.paired.lo > 0]
+    worse = [f"{c.compressor} on {c.task} ({c.delta_paired:+.2f})" for c in shown if c.paired.hi < 0]
+    text = (f"the paired 95% {interval} excludes 0 in {len(better) + len(worse)} of {len(shown)} compressed cells "
+            f"with one: better in {len(better)}, worse in {len(worse)}"
+            + (f"; better: {_named(better)}" if better else "") + (f"; worse: {_named(worse)}" if worse else ""))
+    missing = [c for c in compressed if c not in shown]
+    if missing:
+        why = [_why_no_interval(c) for c in missing]
+        text += (f"; {len(missing)} of the {len(compressed)} compressed cells have no interval: "
+                 + "; ".join(f"{count} {reason}" for reason, count in Counter(why).most_common()))
+    return text
+
+
+def _why_no_interval(cell: Cell) -> str:
+    if cell.n == 0:
+        return "had every example fail"
+    if cell.delta_vs_full is None and cell.paired is None:
+        return "have no full-context cell of their reader and task to pair with"
+    return f"have fewer than {MIN_PAIRS} pairs"
 
 
 def summary_lines(data: RunData, analysis: Analysis) -> list[tuple[str, str]]:
@@ -126,23 +163,18 @@ def summary_lines(data: RunData, analysis: Analysis) -> list[tuple[str, str]]:
         lines.append(("Failed", f"{len(failed)} example(s) failed and are excluded from the scores "
                                 f"(`failures.jsonl`): {advice}."))
     lines += [("Warning", f"{w}.") for w in truncation_warnings(data.predictions)]
-    compressed = [c for c in cells if not c.is_full and c.paired is not None]
     sequential = analysis.tables.get("sequential", ([], []))[1]
-    if compressed and not sequential:  # a sequential run's headline is its decisions (below), not a re-test
-        better = [f"{c.compressor} on {c.task} ({c.delta_paired:+.2f})" for c in compressed if c.paired.lo > 0]
-        worse = [f"{c.compressor} on {c.task} ({c.delta_paired:+.2f})" for c in compressed if c.paired.hi < 0]
-        lines.append(("Against full context", f"the paired 95% interval excludes 0 in {len(better) + len(worse)} of "
-                      f"{len(compressed)} compressed cells: better in {len(better)}, worse in {len(worse)}"
-                      + (f"; better: {_named(better)}" if better else "") + (f"; worse: {_named(worse)}" if worse else "")
-                      + "."))
+    against = against_full(cells, "confidence sequence" if sequential else "interval")
+    if against:
+        lines.append(("Against full context", f"{against}."))
     if sequential:
         decisions = [row[-1] for row in sequential]
         decided = {d: decisions.count(d) for d in ("not worse", "worse")}
         lines.append(("Decided as the run grew", f"{decided['not worse']} not worse than full, {decided['worse']} "
                       f"worse, {len(decisions) - sum(decided.values())} not decided of {len(decisions)} cells, by "
-                      "the sequential rule (anytime-valid betting over the looks): these are the run's verdicts. The tests "
-                      "under 'How much can go' re-test the last look's data as if it were looked at once, which "
-                      "after repeated looks controls no error rate: in this run they are descriptive."))
+                      "the sequential rule (anytime-valid betting over the looks): these are the run's verdicts, and "
+                      "every interval of this report is a cell's confidence sequence at its last look (a fixed-n "
+                      "test of the same data would ignore the looks, so none is shown)."))
     if analysis.noninferiority:
         verdicts = [r["verdict"] for r in analysis.noninferiority]
         kept = [" ".join(filter(None, [r["arm"].line, budget_text(r["arm"].budget), "on", r["arm"].cell.task]))

@@ -92,9 +92,12 @@ def score_table(cells: Sequence[Cell], items: dict[tuple[str, str], dict[str, fl
                 row.append(_fmt(avg) + mark)
             else:
                 base = full_avgs.get((reader, column))
-                paired = _paired_average(group, cells, items) if items and base is not None else None
+                # a grown run's cells show confidence sequences: an average has none, so it shows no interval
+                sequence = any(c.sequence for c in group)
+                paired = _paired_average(group, cells, items) if items and base is not None and not sequence else None
                 # unpaired, the difference means something only where both rows average the same tasks
                 delta = round(avg - base[0], 2) if base is not None and paired is None and base[1] == scored else None
+                mark += " (no interval: the looks give none for an average)" if sequence else ""
                 row.append(_fmt(avg, paired, delta) + mark)
         ns = [format_n(mine[t].n, mine[t].n_clusters) if t in mine else "—" for t in tasks]
         body.append([*row, ns[0] if len(set(ns)) == 1 else " / ".join(ns)])

@@ -200,7 +200,8 @@ def test_the_cli_grows_a_run_and_resume_continues_it(tmp_path):
                                       "--max-n", "20", "--no-report"])
     assert result.exit_code == 0, result.output
     # the extractive reader answers every synthetic question with either arm: a ceiling, never decided early
-    assert "decided: cells 1, uninformative: the reference scores 100 1" in result.output
+    assert ("1 cell(s): 0 not worse than full, 0 worse, 1 not decided (uninformative: the reference scores 100: 1); "
+            "the 95% confidence sequence excludes 0 in 0 of 1") in result.output
     state = load_state(run)
     assert [look["n"]["nq_multidoc"] for look in state["looks"]] == [1, 11, 20]  # from the config's sample
     again = CliRunner().invoke(app, ["run", "--resume", str(run), "--no-report"])
@@ -218,17 +219,36 @@ def test_the_report_of_a_grown_run_shows_its_looks_and_what_error_is_controlled(
     summary = md.split("Detailed tables follow")[0]
     decisions = [c["decision"] for c in grown.state["cells"].values()]
     assert (f"**Decided as the run grew**: {decisions.count('not worse')} not worse than full, "
-            f"{decisions.count('worse')} worse") in summary and "in this run they are descriptive" in summary
-    # natural_question's extractive full scores within the margin of 0: its fixed-n rows are uninformative and
-    # Holm's family is empty, so the report names no adjustment; the sequential rule's error is stated
-    tested = [r for r in (grown.run_dir / "tables" / "noninferiority.csv").read_text().splitlines()[1:]
-              if "uninformative" not in r and "too few" not in r]
-    assert ("Holm's adjustment controls the family-wise error" in md) == bool(tested)
+            f"{decisions.count('worse')} worse") in summary and "every interval of this report is a cell's" in summary
     rows = (grown.run_dir / "tables" / "sequential.csv").read_text().splitlines()
     assert len(rows) == 1 + len(grown.state["cells"])
-    # a cell the fixed-n table calls uninformative is called so by the looks table too, decided or still open
-    fixed = (grown.run_dir / "tables" / "noninferiority.csv").read_text().splitlines()[1:]
-    assert sum("uninformative" in r for r in rows) == sum("uninformative" in r for r in fixed) > 0
+    # no fixed-n re-test of the last look's data: after repeated looks it controls no error, and its intervals
+    # contradicted the confidence sequences
+    assert not (grown.run_dir / "tables" / "noninferiority.csv").exists() and "Holm" not in md
+
+
+def test_every_table_of_a_grown_run_shows_the_confidence_sequence_and_the_console_counts_it(grown):
+    """The scores table printed the fixed-n `+8.18 [+1.37, +16.09]*` beside the looks table's `[-2.82, +20.39]`:
+    now each tested cell shows the confidence sequence of its last look, `*` only where that excludes 0, and
+    the end-of-run line counts those stars."""
+    from experiments.design.grow import summary_line
+    from experiments.report.cells import load_run
+    from experiments.report.tables import score_table
+
+    data = load_run(grown.run_dir)
+    latest = {(r["task"], r["config_hash"]): r for seen in grown.state["looks"] for r in seen["cells"]}
+    tested = [c for c in data.cells if (c.task, c.config_hash) in latest]
+    assert tested and all(c.sequence for c in tested)
+    header, body = score_table(data.cells, data.items())
+    column = next(i for i, h in enumerate(header) if h.startswith("natural_question"))
+    stars = 0
+    for c in tested:
+        row = latest[(c.task, c.config_hash)]
+        shown = f"{row['delta']:+.2f} [{row['lo']:+.2f}, {row['hi']:+.2f}]"
+        text = next(r[column] for r in body if r[1] == c.compressor)
+        assert shown in text and text.endswith("*") == (row["lo"] > 0 or row["hi"] < 0), (text, row)
+        stars += text.endswith("*")
+    assert f"the 95% confidence sequence excludes 0 in {stars} of {len(tested)}" in summary_line(grown.state)
 
 
 def test_a_cell_left_open_at_the_floor_says_so_in_the_looks_table(tmp_path, shared_data):

@@ -11,7 +11,7 @@ import re
 from typer.testing import CliRunner
 
 from experiments.cli.app import app
-from experiments.report.curve import CurveRow, _vs_best, curve_table, saturation_k
+from experiments.report.curve import CurveRow, Saturation, _vs_best, curve_table, saturation_k
 from experiments.report.stats import NOT_WORSE, NonInferiority
 
 
@@ -23,8 +23,18 @@ def test_verdicts_compare_with_the_largest_k_not_with_full():
     rows = [CurveRow("t", "r", k, 90.0, (80.0, 95.0), 50.0, (40.0, 60.0), 200, 0, retriever="bm25") for k in (1, 2, 5)]
     header, body = curve_table(rows, {("t", "r"): sat})
     cells = [cell for row in body for cell in row]
-    assert any(c.endswith("not worse than the largest k by more than the margin") for c in cells), cells
+    assert any(c.endswith("not worse than the largest k by more than the margin of 5") for c in cells), cells
     assert not any("full" in c for c in cells)
+
+
+def test_a_verdict_that_is_no_decision_names_the_margin_it_tests():
+    """`-10.00 [-23.77, -0.11] cannot tell at this n`: the interval excludes 0 and the verdict is about the
+    5-point margin; the column now says which."""
+    test = NonInferiority(-10.0, -23.77, -0.11, 0.2, 0.001, 40, 40, "cannot tell at this n")
+    sat = Saturation("t", "r", 5, None, 5.0, {1: test}, "stopped at k=1", 5)
+    rows = [CurveRow("t", "r", k, 90.0, (80.0, 95.0), 50.0, (40.0, 60.0), 40, 0, retriever="bm25") for k in (1, 5)]
+    _, body = curve_table(rows, {("t", "r"): sat})
+    assert body[0][7] == "-10.00 [-23.77, -0.11] cannot tell at this n (margin 5)"
 
 
 def test_an_infinite_interval_is_said_not_printed():
