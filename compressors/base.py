@@ -195,6 +195,12 @@ class Compressor(ABC):
     def identity(self) -> str:
         return type(self).__name__
 
+    def applied_identity(self, budget: int | None) -> str:
+        """The identity with the settings one call applied (what ``ctxcomp show`` prints): under a budget axis
+        the budget replaces ``replaced_by_budget``; a compressor whose defaults a budget leaves unapplied says
+        so by overriding this."""
+        return self.identity if budget is None else f"{self.identity} at budget={budget}"
+
     @property
     def label(self) -> str:
         """A short name for report rows (the config's ``label`` wins); plugins default to their identity."""

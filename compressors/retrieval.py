@@ -116,6 +116,15 @@ class RetrievalCompressor(Compressor):
     @property
     def identity(self) -> str:
         limit = f"top_n={self.top_n}" if self.token_budget is None else f"top_n={self.top_n},budget={self.token_budget}"
+        return self._identity(limit)
+
+    def applied_identity(self, budget: int | None) -> str:
+        """Under a budget axis the default ``top_n`` is not applied (only a given one caps the count)."""
+        if budget is None:
+            return self.identity
+        return self._identity((f"top_n={self.top_n_given}," if self.top_n_given is not None else "") + f"budget={budget}")
+
+    def _identity(self, limit: str) -> str:
         compat = ",longbench_compat" if self.longbench_compat else ""
         return (
             f"retrieval({self.retriever.identity},{self._chunker_spec.name}:{self.chunk_size},{limit},"

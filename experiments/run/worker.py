@@ -266,7 +266,7 @@ class Worker:
             cluster=ex.cluster if ex.cluster != ex.id else "",
         ))
         trace = compressed.trace if first is None else {**compressed.trace, "first_answer": first.text}
-        result.traces.append(Trace(**keyed.fields(ex), compressor_identity=compressor.identity,
+        result.traces.append(Trace(**keyed.fields(ex), compressor_identity=compressor.applied_identity(compressed.budget),
                                    kept_chunks=list(compressed.kept_chunks), trace=trace))
 
 
