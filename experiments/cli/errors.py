@@ -197,10 +197,14 @@ def print_table(header: list[str], body: list[list[str]], *, plain: bool, title:
 
 def print_scores(data, *, plain: bool = True) -> None:
     """Print the score table of a reported run (``RunData``; Markdown pastes into a paper draft or an issue as is)."""
+    from experiments.report.estimand import estimand_text, estimands
     from experiments.report.tables import score_table
 
     run_dir = data.run_dir
     print_table(*score_table(data.cells, data.items()), plain=plain)
+    said = estimand_text(estimands(data.manifest, data.predictions))
+    if said and any(not c.is_full for c in data.cells):
+        typer.echo(f"{said[0].upper()}{said[1:]} (docs/metrics.md, 'Which mean').")
     print_warnings(data)
     plots = sorted((Path(run_dir) / "plots").glob("*")) if (Path(run_dir) / "plots").is_dir() else []
     typer.echo(f"report: {Path(run_dir) / 'report.md'}" + (f"; {len(plots)} plot file(s) in {Path(run_dir) / 'plots'}"

@@ -35,6 +35,7 @@ from core.errors import UserError
 from experiments.data.provenance import run_version_warnings
 from experiments.data.records import budget_text
 from experiments.report.cells import Cell, RunData, cluster_keys, format_n, load_run, paired_vs
+from experiments.report.estimand import estimand_text, estimands
 from experiments.report.stats import MIN_PAIRS, PairedDelta, format_delta, paired_delta
 
 FIELDS = ("task", "reader", "compressor")
@@ -200,6 +201,9 @@ def compare_runs(run_a: str | Path, run_b: str | Path,
         if set(items_a) != set(items_b):
             notes.append(f"{' | '.join(label)}: A scored {len(items_a)} example(s), B {len(items_b)}, {len(ids)} in "
                          "common; A, B and B - A are over the common ones")
+    said = [estimand_text(estimands(d.manifest, d.predictions)) for d in (da, db)]
+    if body and said[0] != said[1]:  # B - A then mixes two means (docs/metrics.md, "Which mean")
+        notes.append(f"the runs estimate different means: in A {said[0] or 'unknown'}; in B {said[1] or 'unknown'}")
     if not any(row[10] for row in body):  # no row has a full-context cell on both sides: no such columns
         header, body = header[:10], [row[:10] for row in body]
     if not common:

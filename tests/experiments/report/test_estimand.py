@@ -79,3 +79,17 @@ def test_the_report_says_which_mean_its_verdicts_are_about(tmp_path, shared_data
     evaluate(config, tmp_path / "run")
     md = (tmp_path / "run" / "report.md").read_text()
     assert f"**What is estimated**: Every Δ and verdict estimates {DOCUMENT_WEIGHTED} of the task's pool" in md
+
+
+def test_the_console_says_which_mean_the_scores_table_is_about(tmp_path):
+    from typer.testing import CliRunner
+
+    from experiments.cli.app import app
+
+    config = tmp_path / "c.yaml"
+    config.write_text("name: e\nreaders: [extractive]\ncompressors: [full, {name: retrieval, params: {top_n: 1}}]\n"
+                      "tasks:\n  - {name: nq_multidoc, synthetic: {kind: multidoc_qa, n: 6, num_docs: 4, "
+                      "words_per_doc: 30}}\n")
+    result = CliRunner().invoke(app, ["run", str(config), "--out", str(tmp_path / "run"), "--plain"])
+    assert result.exit_code == 0, result.output
+    assert f"Every Δ and verdict estimates {QUESTION_WEIGHTED} of the generated questions" in result.output
