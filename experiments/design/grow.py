@@ -190,10 +190,8 @@ def cells_of(config: RunConfig, grid: list[GridPoint]) -> list[Cell]:
 def largest_documents(config: RunConfig, caps: dict[str, int]) -> dict[str, int]:
     """Per task, the most questions one document holds in the sample at the maximum n (after a sweep moves
     each question through its positions): what bounds a document's sum in the betting test.  Samples are
-    nested, so every look's documents are no larger, and the sample is drawn before any score is seen, so
-    the bound is fixed in advance as the test needs.  (The pool's largest document would also bound them,
-    but a bound far above the documents a sample deals -- one question each while n <= the documents --
-    shrinks every stake and costs most of the power.)"""
+    nested and dealt by whole documents, so every look's documents are among them, and the sample is drawn
+    before any score is seen, so the bound is fixed in advance as the test needs."""
     from collections import Counter
 
     from experiments.run.examples import load_task_examples
