@@ -3,6 +3,7 @@ planned, refused in one line when it would not fit, built once, reloaded; killed
 finished ones."""
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import random
 import re
@@ -16,6 +17,7 @@ from retrievers.bm25 import tokenize
 from retrievers.bm25_corpus import BM25Corpus, build_bm25
 from retrievers.corpus import BM25Engine, CorpusSearch, DenseEngine, DenseIndexSettings
 from retrievers.dense import DenseRetriever
+from tests.support.float_bounds import assert_top_k_up_to_ties, dot_error_bound, exact_scores
 
 WORDS = [f"w{i}" for i in range(400)]
 
@@ -174,10 +176,41 @@ def test_running_out_of_memory_while_building_is_one_line(store, tmp_path, monke
         _dense(store, tmp_path / "m", [], index="IVF16,Flat")
 
 
-def test_float16_shards_take_half_the_disk_and_re_rank_to_the_float32_hits(store, tmp_path):
+def _assert_re_ranked_within_rounding(engine, queries, stored, k=10):
+    """``engine`` (nprobe 16 of 16 lists, ``rerank=50``) returns the exact top-``k`` of the 50 candidates its index
+    hands to the re-ranking, up to near-ties, and each score within ``stored``'s rounding of the exact one.
+
+    Only the candidates are compared, not the hits of another index: an index trained on other rows (float16
+    ones, or k-means summed by other SIMD kernels) hands over other candidates, and which of the many exactly
+    tied passages of this encoder lands in a top-10 then differs by host (issue 48).  Returns the largest
+    score error seen and its bound, for the report."""
+    qvecs = Hashed().encode_queries(queries)
+    docs = Hashed().encode_documents([f"{p.title} {p.text}" for b in engine.store.blocks() for p in b])  # float32
+    _, candidates = engine.index.search(qvecs, 50, nprobe=16)  # what the re-ranking re-scores
+    scores, rows = engine.search_rows(queries, k)
+    got_exact, best_exact, errors, bounds = [], [], [], []
+    for q, (got_scores, got_rows, cand) in enumerate(zip(scores, rows, candidates)):
+        assert len(set(got_rows)) == k and set(got_rows) <= set(cand), q
+        assert np.all(np.diff(got_scores) <= 0), q
+        exact = exact_scores(qvecs[q], docs[got_rows])[0]
+        bound = dot_error_bound(qvecs[q], docs[got_rows], stored=stored)[0]
+        errors.append(np.abs(got_scores - exact))
+        bounds.append(bound)
+        got_exact.append(exact)
+        best_exact.append(np.sort(exact_scores(qvecs[q], docs[cand])[0])[::-1][:k])
+    errors, bounds = np.array(errors), np.array(bounds)
+    assert np.all(errors <= bounds), (errors.max(), bounds[errors > bounds])
+    # every candidate's computed score lies within the largest bound over the candidates of its query
+    widest = [dot_error_bound(qvecs[q], docs[cand], stored=stored).max() for q, cand in enumerate(candidates)]
+    assert_top_k_up_to_ties(np.array(got_exact), np.array(best_exact), np.array(widest))
+    return errors.max(), bounds.max()
+
+
+def test_float16_shards_take_half_the_disk_and_re_rank_as_the_float32_vectors_would(store, tmp_path, monkeypatch):
     """Wikipedia's 768-d shards are 64.5 GB as float32; float16 halves them.  The index is built from the
-    float16 rows cast back, and the re-ranking reads them as float32: the top-10 is the float32 one up to
-    near-ties, and every re-ranked score is within float16's rounding of the exact one."""
+    float16 rows cast back, and the re-ranking reads them as float32: its top-10 is the exact one of its
+    candidates up to near-ties, and every re-ranked score is within float16's rounding (2^-11 of each term, plus
+    float32's summation) of the exact one; the float32 shards, within float32's summation alone."""
     wide = _dense(store, tmp_path / "f32", [], index="IVF16,SQ8", nprobe=16, train_size=1000, rerank=50)
     half = _dense(store, tmp_path / "f16", [], index="IVF16,SQ8", nprobe=16, train_size=1000, rerank=50,
                   shard_dtype="float16")
@@ -185,13 +218,19 @@ def test_float16_shards_take_half_the_disk_and_re_rank_to_the_float32_hits(store
         assert half.shards.read(i).dtype == np.float16
         assert half.shards.path(i).stat().st_size < 0.55 * wide.shards.path(i).stat().st_size
     queries = [" ".join(random.Random(q).choices(WORDS, k=4)) for q in range(40)]
-    qvecs = Hashed().encode_queries(queries)
-    got_scores, got_rows = half.search_rows(queries, 10)
-    want_scores, want_rows = wide.search_rows(queries, 10)
-    overlap = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(got_rows, want_rows)])
-    assert overlap >= 0.97, overlap
-    for q, (scores, rows) in enumerate(zip(got_scores, got_rows)):  # against the float32 shards' rows
-        np.testing.assert_allclose(scores, wide.vectors(rows) @ qvecs[q], atol=2e-3)
+    error32, _ = _assert_re_ranked_within_rounding(wide, queries, np.float32)
+    error16, bound16 = _assert_re_ranked_within_rounding(half, queries, np.float16)
+    assert error32 < error16 <= bound16  # float16's rounding is what moves the scores
+    # and the check catches a broken float16 path: shards read back at bfloat16's 8 bits, or no re-ranking
+    read = half.vectors
+    monkeypatch.setattr(half, "vectors", lambda rows: (read(rows).view(np.uint32) & np.uint32(0xFFFF0000)).view(
+        np.float32))
+    with pytest.raises(AssertionError):
+        _assert_re_ranked_within_rounding(half, queries, np.float16)
+    monkeypatch.setattr(half, "vectors", read)
+    monkeypatch.setattr(half, "settings", dataclasses.replace(half.settings, rerank=0))
+    with pytest.raises(AssertionError):
+        _assert_re_ranked_within_rounding(half, queries, np.float16)
 
 
 def test_a_shard_folder_of_one_dtype_is_never_filled_with_another(store, tmp_path):
