@@ -35,6 +35,24 @@ def dot_error_bound(queries: np.ndarray, vectors: np.ndarray, *, stored: type = 
     return stored_error + gamma * (q @ x.T + stored_error) + reference
 
 
+def l2_error_bound(queries: np.ndarray, vectors: np.ndarray) -> np.ndarray:
+    """(n_queries, n_vectors): how far a float32 squared L2 distance may lie from the exact one, whether it is
+    summed term by term or as ``|q|^2 + |x|^2 - 2 q.x`` (FAISS takes the second for batches of queries)."""
+    q = np.atleast_2d(queries).astype(np.float64)
+    x = np.atleast_2d(vectors).astype(np.float64)
+    d = q.shape[1] + 3  # the d terms, the two additions of the norms and the subtraction
+    gamma = d * FLOAT32_UNIT_ROUNDOFF / (1 - d * FLOAT32_UNIT_ROUNDOFF)
+    magnitude = (q ** 2).sum(1)[:, None] + (x ** 2).sum(1)[None, :] + 2 * np.abs(q) @ np.abs(x).T
+    return gamma * magnitude + q.shape[1] * FLOAT64_UNIT_ROUNDOFF * 2 * magnitude  # and exact_l2's own
+
+
+def exact_l2(queries: np.ndarray, vectors: np.ndarray) -> np.ndarray:
+    """(n_queries, n_vectors) squared L2 distances of the float32 inputs, summed in float64."""
+    q = np.atleast_2d(queries).astype(np.float64)
+    x = np.atleast_2d(vectors).astype(np.float64)
+    return ((q[:, None, :] - x[None, :, :]) ** 2).sum(-1)
+
+
 def exact_scores(queries: np.ndarray, vectors: np.ndarray) -> np.ndarray:
     """(n_queries, n_vectors) inner products of the float32 inputs summed in float64 (off by gamma_d at 2^-53)."""
     return np.atleast_2d(queries).astype(np.float64) @ np.atleast_2d(vectors).astype(np.float64).T
@@ -62,3 +80,28 @@ def assert_top_k_up_to_ties(got_exact: np.ndarray, best_exact: np.ndarray, toler
     assert not len(bad), (f"{len(bad)} ranks beyond near-ties, e.g. query {bad[0][0]} rank {bad[0][1]}: exact "
                           f"{got[tuple(bad[0])]:.9g} vs best {best[tuple(bad[0])]:.9g}, tolerance "
                           f"{slack[bad[0][0], 0]:.3g}")
+
+
+def share_in_top_k_up_to_ties(got_exact: np.ndarray, best_exact: np.ndarray, tolerance: np.ndarray | float) -> float:
+    """The share of an approximate search's hits that belong to the true top-k up to near-ties: whose exact
+    score is at least the k-th best exact score less ``2 * tolerance`` (``got_exact``, ``best_exact``: (n, k)
+    as for :func:`assert_top_k_up_to_ties`).  Unlike a share of row ids it does not fall when a hit trades
+    places with one exactly as good, which is all another host's kernels change in an exact search."""
+    got = np.asarray(got_exact, dtype=np.float64)
+    kth = np.min(np.asarray(best_exact, dtype=np.float64), axis=1, keepdims=True)
+    slack = 2 * np.asarray(tolerance, dtype=np.float64).reshape(-1, 1)
+    return float(np.mean(got >= kth - slack))
+
+
+def best_k(exact: np.ndarray, k: int, *, higher_is_better: bool = True) -> np.ndarray:
+    """(n, k): the k best of each row of ``exact``, best first."""
+    ordered = np.sort(exact, axis=1)
+    return ordered[:, ::-1][:, :k] if higher_is_better else ordered[:, :k]
+
+
+def assert_scores_within(scores: np.ndarray, rows: np.ndarray, exact: np.ndarray, bound: np.ndarray) -> None:
+    """Each computed score ``scores[q, j]`` of row ``rows[q, j]`` lies within ``bound[q, row]`` of ``exact[q, row]``
+    (``exact``, ``bound``: (n_queries, n_vectors) from the functions above)."""
+    error = np.abs(np.take_along_axis(exact, rows, 1) - scores)
+    allowed = np.take_along_axis(bound, rows, 1)
+    assert np.all(error <= allowed), f"a score is {np.max(error - allowed):.3g} beyond its rounding bound"
