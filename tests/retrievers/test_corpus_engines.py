@@ -17,7 +17,13 @@ from retrievers.bm25 import tokenize
 from retrievers.bm25_corpus import BM25Corpus, build_bm25
 from retrievers.corpus import BM25Engine, CorpusSearch, DenseEngine, DenseIndexSettings
 from retrievers.dense import DenseRetriever
-from tests.support.float_bounds import assert_top_k_up_to_ties, dot_error_bound, exact_scores
+from tests.support.float_bounds import (
+    assert_scores_within,
+    assert_top_k_up_to_ties,
+    best_k,
+    dot_error_bound,
+    exact_scores,
+)
 
 WORDS = [f"w{i}" for i in range(400)]
 
@@ -115,6 +121,11 @@ def _dense(store, folder, said, **settings):
     return DenseEngine(retriever, store, folder, DenseIndexSettings(**settings), shard_size=1000, say=said.append)
 
 
+def _documents(store):
+    """The float32 vectors ``Hashed`` gives the store's passages, titled as the dense engine embeds them."""
+    return Hashed().encode_documents([f"{p.title} {p.text}" for b in store.blocks() for p in b])
+
+
 def test_a_dense_index_is_planned_built_once_and_reloaded(store, tmp_path):
     said: list[str] = []
     engine = _dense(store, tmp_path / "dense", said, index="IVF16,SQ8", nprobe=16, train_size=1000)
@@ -122,9 +133,24 @@ def test_a_dense_index_is_planned_built_once_and_reloaded(store, tmp_path):
     assert any("training 'IVF16,SQ8' on 1,000 of 3,000 vectors (seed 0)" in line for line in said)
     flat = _dense(store, tmp_path / "dense", [], index="flat")
     queries = ["w1 w2 w3", "w100 w200"]
-    _, rows = engine.search_rows(queries, 10)
-    _, exact = flat.search_rows(queries, 10)
-    assert all(len(set(a) & set(b)) >= 9 for a, b in zip(rows, exact))
+    scores, rows = map(np.stack, engine.search_rows(queries, 10))
+    _, exact = map(np.stack, flat.search_rows(queries, 10))
+    # up to near-ties, never a share of ids (which of this encoder's many tied passages a top-10 holds moves with
+    # the host's SIMD kernels, issue 48): flat is exact up to float32's rounding; IVF16,SQ8 searching all 16 lists
+    # is exact on its decoded 8-bit codes, so it holds the true top-10 up to what the codes lose
+    qvecs, docs = Hashed().encode_queries(queries), _documents(store)
+    truth, rounding = exact_scores(qvecs, docs), dot_error_bound(qvecs, docs)
+    assert_top_k_up_to_ties(np.take_along_axis(truth, exact, 1), best_k(truth, 10), rounding.max(axis=1))
+    import faiss
+
+    ivf = faiss.extract_index_ivf(engine.index.index)
+    ivf.make_direct_map()
+    decoded = engine.index.index.reconstruct_n(0, len(engine.index))
+    approx, approx_rounding = exact_scores(qvecs, decoded), dot_error_bound(qvecs, decoded)
+    assert_scores_within(scores, rows, approx, approx_rounding)
+    assert_top_k_up_to_ties(np.take_along_axis(approx, rows, 1), best_k(approx, 10), approx_rounding.max(axis=1))
+    lost = np.abs(approx - truth).max(axis=1) + approx_rounding.max(axis=1)
+    assert_top_k_up_to_ties(np.take_along_axis(truth, rows, 1), best_k(truth, 10), lost)
     again: list[str] = []
     _dense(store, tmp_path / "dense", again, index="IVF16,SQ8")
     assert again[0] == f"embedding shards in {tmp_path / 'dense'}: 3 of 3 already there"
@@ -184,26 +210,16 @@ def _assert_re_ranked_within_rounding(engine, queries, stored, k=10):
     ones, or k-means summed by other SIMD kernels) hands over other candidates, and which of the many exactly
     tied passages of this encoder lands in a top-10 then differs by host (issue 48).  Returns the largest
     score error seen and its bound, for the report."""
-    qvecs = Hashed().encode_queries(queries)
-    docs = Hashed().encode_documents([f"{p.title} {p.text}" for b in engine.store.blocks() for p in b])  # float32
+    qvecs, docs = Hashed().encode_queries(queries), _documents(engine.store)
+    truth, bound = exact_scores(qvecs, docs), dot_error_bound(qvecs, docs, stored=stored)
     _, candidates = engine.index.search(qvecs, 50, nprobe=16)  # what the re-ranking re-scores
-    scores, rows = engine.search_rows(queries, k)
-    got_exact, best_exact, errors, bounds = [], [], [], []
-    for q, (got_scores, got_rows, cand) in enumerate(zip(scores, rows, candidates)):
-        assert len(set(got_rows)) == k and set(got_rows) <= set(cand), q
-        assert np.all(np.diff(got_scores) <= 0), q
-        exact = exact_scores(qvecs[q], docs[got_rows])[0]
-        bound = dot_error_bound(qvecs[q], docs[got_rows], stored=stored)[0]
-        errors.append(np.abs(got_scores - exact))
-        bounds.append(bound)
-        got_exact.append(exact)
-        best_exact.append(np.sort(exact_scores(qvecs[q], docs[cand])[0])[::-1][:k])
-    errors, bounds = np.array(errors), np.array(bounds)
-    assert np.all(errors <= bounds), (errors.max(), bounds[errors > bounds])
-    # every candidate's computed score lies within the largest bound over the candidates of its query
-    widest = [dot_error_bound(qvecs[q], docs[cand], stored=stored).max() for q, cand in enumerate(candidates)]
-    assert_top_k_up_to_ties(np.array(got_exact), np.array(best_exact), np.array(widest))
-    return errors.max(), bounds.max()
+    scores, rows = map(np.stack, engine.search_rows(queries, k))
+    assert all(len(set(got)) == k and set(got) <= set(cand) for got, cand in zip(rows, candidates))
+    assert np.all(np.diff(scores, axis=1) <= 0)
+    assert_scores_within(scores, rows, truth, bound)
+    assert_top_k_up_to_ties(np.take_along_axis(truth, rows, 1), best_k(np.take_along_axis(truth, candidates, 1), k),
+                            np.take_along_axis(bound, candidates, 1).max(axis=1))
+    return np.abs(np.take_along_axis(truth, rows, 1) - scores).max(), np.take_along_axis(bound, rows, 1).max()
 
 
 def test_float16_shards_take_half_the_disk_and_re_rank_as_the_float32_vectors_would(store, tmp_path, monkeypatch):
