@@ -105,3 +105,24 @@ def assert_scores_within(scores: np.ndarray, rows: np.ndarray, exact: np.ndarray
     error = np.abs(np.take_along_axis(exact, rows, 1) - scores)
     allowed = np.take_along_axis(bound, rows, 1)
     assert np.all(error <= allowed), f"a score is {np.max(error - allowed):.3g} beyond its rounding bound"
+
+
+def assert_same_ranking_up_to_ties(ids_a: list, scores_a: list[float], ids_b: list, scores_b: list[float],
+                                   tolerance: float) -> None:
+    """Two paths' top-k of one query, each searched over the whole corpus with every score within ``tolerance``
+    of the exact one, agree up to near-ties: rank by rank the scores differ by at most ``2 * tolerance``; two
+    hits both hold in the other order only if path a scores them within ``4 * tolerance``; a hit only one path
+    holds scores within ``4 * tolerance`` of that path's last (each bound: the exact scores of the two hits lie
+    within ``2 * tolerance``, and each computed score within ``tolerance`` of its exact one)."""
+    assert len(ids_a) == len(ids_b), (ids_a, ids_b)
+    gap = np.max(np.abs(np.asarray(scores_a, np.float64) - np.asarray(scores_b, np.float64)), initial=0.0)
+    assert gap <= 2 * tolerance, f"rank by rank the scores differ by {gap:.3g}, beyond 2 x {tolerance:.3g}"
+    for (ids, scores), others in (((ids_a, scores_a), ids_b), ((ids_b, scores_b), ids_a)):
+        score, rank_in_other = dict(zip(ids, scores)), {hit: j for j, hit in enumerate(others)}
+        for hit in set(ids) - set(others):
+            assert score[hit] - scores[-1] <= 4 * tolerance, f"{hit} is in one top-{len(ids)} only, not near its last"
+        shared = [hit for hit in ids if hit in rank_in_other]
+        for i, x in enumerate(shared):
+            for y in shared[i + 1:]:
+                if rank_in_other[y] < rank_in_other[x]:
+                    assert abs(score[x] - score[y]) <= 4 * tolerance, f"{x} and {y} swap places but are no near-tie"
