@@ -1,6 +1,6 @@
 """Index factory strings: the memory plan against what FAISS itself stores, the one-line refusal naming a
-string that fits, ``auto``, and each string's top-20 against flat's on real MiniLM vectors of the NQ-Open
-oracle passages (with the overlap each must reach stated beside it)."""
+string that fits, ``auto``, and each string's top-20 against the exact one on real MiniLM vectors of the NQ-Open
+oracle passages, up to near-ties (with the share each must reach stated beside it)."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,6 +8,13 @@ import pytest
 
 from core.errors import UserError
 from indexes.factory import RowIndex, check_fits, default_nlist, fit, parse_bytes, plan, resolve
+from tests.support.float_bounds import (
+    assert_scores_within,
+    best_k,
+    dot_error_bound,
+    exact_scores,
+    share_in_top_k_up_to_ties,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -98,8 +105,10 @@ def minilm_vectors(shared_data):
     return np.asarray(docs, np.float32), np.asarray(enc.encode_queries([q.query for q in questions[:100]]), np.float32)
 
 
-# string, search settings, the share of flat's top-20 it must find; measured on these vectors (2026-11-29):
-# IVF16 nprobe 16 1.000, nprobe 4 0.843; HNSW16 0.997; SQ8 0.996; SQ4 0.946, +rerank 1.000; PQ48x4 0.573, +rerank 0.914
+# string, search settings, the share of the exact top-20 it must find up to near-ties (float32's rounding bound);
+# measured on these vectors (2026-12-06) with FAISS's kernels at AVX512_SPR, AVX2 and NONE alike (FAISS_SIMD_LEVEL),
+# and any training seed (these 800 rows are all trained on): IVF16 nprobe 16 1.000, nprobe 4 0.844; HNSW16 0.997;
+# SQ8 0.9965; SQ4 0.946, +rerank 1.000; PQ48x4 0.5735, +rerank 0.9155.  Only an exact search may ask for 1.0.
 OVERLAP = [
     ("IVF16,Flat", {"nprobe": 16}, 1.0),  # every list searched: exact
     ("IVF16,Flat", {"nprobe": 4}, 0.75),
@@ -113,22 +122,22 @@ OVERLAP = [
 
 
 @pytest.mark.parametrize("string, settings, floor", OVERLAP)
-def test_each_string_finds_flats_top_20_on_real_vectors(minilm_vectors, string, settings, floor):
+def test_each_string_finds_the_exact_top_20_on_real_vectors(minilm_vectors, string, settings, floor):
     docs, queries = minilm_vectors
     n, d = docs.shape
 
     def blocks():
         return (docs[i: i + 500] for i in range(0, n, 500))
 
-    _, exact = RowIndex.build("Flat", d, n, blocks).search(queries, 20)
     index = RowIndex.build(string, d, n, blocks, seed=1)
     scores, rows = index.search(queries, 20, vectors=lambda r: docs[r], **settings)
     assert rows.dtype == np.int64 and rows.shape == (len(queries), 20)
-    overlap = np.mean([len(set(a) & set(b)) / 20 for a, b in zip(rows, exact)])
-    print(f"{string} {settings}: {overlap:.3f} of flat's top-20")
-    assert overlap >= floor, overlap
-    if settings.get("rerank"):
-        np.testing.assert_allclose(scores[:, 0], np.einsum("qd,qd->q", queries, docs[rows[:, 0]]), rtol=1e-5)
+    truth, rounding = exact_scores(queries, docs), dot_error_bound(queries, docs)
+    found = share_in_top_k_up_to_ties(np.take_along_axis(truth, rows, 1), best_k(truth, 20), rounding.max(axis=1))
+    print(f"{string} {settings}: {found:.4f} of the exact top-20")
+    assert found >= floor, found
+    if settings.get("rerank"):  # re-ranked scores are exact inner products of the full vectors
+        assert_scores_within(scores, rows, truth, rounding)
 
 
 def test_a_full_disk_while_saving_is_one_line_naming_the_file_and_the_space_needed(tmp_path, monkeypatch):

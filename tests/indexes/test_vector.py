@@ -5,6 +5,16 @@ import numpy as np
 import pytest
 
 from indexes.vector import FaissIndex
+from tests.support.float_bounds import (
+    assert_scores_within,
+    assert_top_k_up_to_ties,
+    best_k,
+    dot_error_bound,
+    exact_l2,
+    exact_scores,
+    l2_error_bound,
+    share_in_top_k_up_to_ties,
+)
 
 
 def unit_rows(n, d, seed):
@@ -17,28 +27,35 @@ def data():
     return unit_rows(500, 16, 0), unit_rows(20, 16, 1), [f"v{i}" for i in range(500)]
 
 
+def _rows(results):
+    """Row numbers and scores of a ``FaissIndex.search`` result (ids are 'v<row>')."""
+    rows = np.array([[int(i[1:]) for i, _ in row] for row in results])
+    return rows, np.array([[s for _, s in row] for row in results])
+
+
 def test_flat_matches_brute_force(data):
+    """Each score within float32's summation of the exact one; the top-5 numpy's up to near-ties (FAISS and
+    BLAS sum in the order their SIMD kernels take, which differs by host)."""
     base, queries, ids = data
     index = FaissIndex(16, "flat", device="cpu")
     index.add(ids, base)
     assert len(index) == 500
-    results = index.search(queries, 5)
-    sims = queries @ base.T
-    for row, q_sims in zip(results, sims):
-        expected = np.argsort(-q_sims)[:5]
-        assert [i for i, _ in row] == [ids[j] for j in expected]
-        np.testing.assert_allclose([s for _, s in row], q_sims[expected], rtol=1e-5, atol=1e-5)
+    rows, scores = _rows(index.search(queries, 5))
+    exact, bound = exact_scores(queries, base), dot_error_bound(queries, base)
+    assert_scores_within(scores, rows, exact, bound)
+    assert np.all(np.diff(scores, axis=1) <= 0)
+    assert_top_k_up_to_ties(np.take_along_axis(exact, rows, 1), best_k(exact, 5), bound.max(axis=1))
 
 
 def test_l2_metric_returns_squared_distances(data):
     base, queries, ids = data
     index = FaissIndex(16, "flat", metric="l2", device="cpu")
     index.add(ids, base)
-    row = index.search(queries[:1], 3)[0]
-    d2 = ((base - queries[0]) ** 2).sum(axis=1)
-    expected = np.argsort(d2)[:3]
-    assert [i for i, _ in row] == [ids[j] for j in expected]
-    np.testing.assert_allclose([s for _, s in row], d2[expected], rtol=1e-4, atol=1e-4)
+    rows, scores = _rows(index.search(queries[:1], 3))
+    d2, bound = exact_l2(queries[:1], base), l2_error_bound(queries[:1], base)
+    assert_scores_within(scores, rows, d2, bound)
+    assert_top_k_up_to_ties(d2[:, rows[0]], best_k(d2, 3, higher_is_better=False), bound.max(),
+                            higher_is_better=False)
 
 
 def test_k_larger_than_index_gives_shorter_lists_without_minus_one():
@@ -65,17 +82,16 @@ def test_load_rejects_a_folder_that_is_not_an_index(tmp_path):
         FaissIndex.load(tmp_path)
 
 
-@pytest.mark.parametrize("kind,params", [("hnsw", {}), ("ivf", {"nlist": 8, "nprobe": 8})])
-def test_approximate_kinds_agree_with_exact(kind, params, data):
+# the share of the true top-10 each kind must find, up to near-ties: ivf searching all its lists is exact; hnsw
+# at this size found all of it for 10 seeds of these data with FAISS's SIMD at AVX512_SPR, AVX2 and NONE
+@pytest.mark.parametrize("kind,params,floor", [("hnsw", {}, 0.9), ("ivf", {"nlist": 8, "nprobe": 8}, 1.0)])
+def test_approximate_kinds_agree_with_exact(kind, params, floor, data):
     base, queries, ids = data
-    exact = FaissIndex(16, "flat", device="cpu")
-    exact.add(ids, base)
     approx = FaissIndex(16, kind, device="cpu", **params)
     approx.add(ids, base)
-    truth = [{i for i, _ in row} for row in exact.search(queries, 10)]
-    got = [{i for i, _ in row} for row in approx.search(queries, 10)]
-    overlap = np.mean([len(t & g) / 10 for t, g in zip(truth, got)])
-    assert overlap >= 0.9  # nprobe == nlist makes ivf exact; hnsw at this size is near exact
+    rows, _ = _rows(approx.search(queries, 10))
+    exact, bound = exact_scores(queries, base), dot_error_bound(queries, base).max(axis=1)
+    assert share_in_top_k_up_to_ties(np.take_along_axis(exact, rows, 1), best_k(exact, 10), bound) >= floor
     # a vector's own nearest neighbour is itself
     assert [row[0][0] for row in approx.search(base[:10], 1)] == ids[:10]
 
@@ -121,8 +137,16 @@ def test_torch_flat_search_equals_faiss_flat(metric, resident):
     search = TorchFlatSearch(metric, "cpu", score_bytes=37 * 4 * 1024, max_chunk_rows=1024, resident=resident)
     scores, rows = search.search(base, queries, 50)
     assert rows.shape == (37, 50) and scores.dtype == np.float32
-    np.testing.assert_array_equal(rows, want_rows)
-    np.testing.assert_allclose(scores, want_scores, rtol=0, atol=1e-5)
+    # torch and FAISS sum in their own orders: each score within float32's rounding of the exact one, in order,
+    # and the top-50 FAISS's up to near-ties
+    ip = metric == "ip"
+    exact = exact_scores(queries, base) if ip else exact_l2(queries, base)
+    bound = dot_error_bound(queries, base) if ip else l2_error_bound(queries, base)
+    for got_rows, got_scores in ((rows, scores), (want_rows, want_scores)):
+        assert_scores_within(got_scores, got_rows, exact, bound)
+        assert np.all(np.diff(got_scores, axis=1) <= 0 if ip else np.diff(got_scores, axis=1) >= 0)
+    assert_top_k_up_to_ties(np.take_along_axis(exact, rows, 1), best_k(exact, 50, higher_is_better=ip),
+                            bound.max(axis=1), higher_is_better=ip)
     _, short_rows = search.search(base[:7], queries, 50)  # k above the rows: all of them, ranked
     assert short_rows.shape == (37, 7) and sorted(short_rows[0]) == list(range(7))
 
@@ -160,8 +184,9 @@ def test_an_index_searching_with_torch_gives_faiss_hits_and_saves_as_faiss(data,
     on_torch.add(ids[300:], base[300:])
     exact = FaissIndex(16, "flat", device="cpu")
     exact.add(ids, base)
-    got, want = on_torch.search(queries, 10), exact.search(queries, 10)
-    assert [[i for i, _ in row] for row in got] == [[i for i, _ in row] for row in want]
-    np.testing.assert_allclose([[s for _, s in row] for row in got], [[s for _, s in row] for row in want], atol=1e-5)
+    (rows, scores), want = _rows(on_torch.search(queries, 10)), exact.search(queries, 10)
+    truth, bound = exact_scores(queries, base), dot_error_bound(queries, base)
+    assert_scores_within(scores, rows, truth, bound)
+    assert_top_k_up_to_ties(np.take_along_axis(truth, rows, 1), best_k(truth, 10), bound.max(axis=1))
     on_torch.save(tmp_path / "idx")
     assert FaissIndex.load(tmp_path / "idx", device="cpu").search(queries, 10) == want

@@ -3,6 +3,7 @@ planned, refused in one line when it would not fit, built once, reloaded; killed
 finished ones."""
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import random
 import re
@@ -16,6 +17,13 @@ from retrievers.bm25 import tokenize
 from retrievers.bm25_corpus import BM25Corpus, build_bm25
 from retrievers.corpus import BM25Engine, CorpusSearch, DenseEngine, DenseIndexSettings
 from retrievers.dense import DenseRetriever
+from tests.support.float_bounds import (
+    assert_scores_within,
+    assert_top_k_up_to_ties,
+    best_k,
+    dot_error_bound,
+    exact_scores,
+)
 
 WORDS = [f"w{i}" for i in range(400)]
 
@@ -113,6 +121,11 @@ def _dense(store, folder, said, **settings):
     return DenseEngine(retriever, store, folder, DenseIndexSettings(**settings), shard_size=1000, say=said.append)
 
 
+def _documents(store):
+    """The float32 vectors ``Hashed`` gives the store's passages, titled as the dense engine embeds them."""
+    return Hashed().encode_documents([f"{p.title} {p.text}" for b in store.blocks() for p in b])
+
+
 def test_a_dense_index_is_planned_built_once_and_reloaded(store, tmp_path):
     said: list[str] = []
     engine = _dense(store, tmp_path / "dense", said, index="IVF16,SQ8", nprobe=16, train_size=1000)
@@ -120,9 +133,24 @@ def test_a_dense_index_is_planned_built_once_and_reloaded(store, tmp_path):
     assert any("training 'IVF16,SQ8' on 1,000 of 3,000 vectors (seed 0)" in line for line in said)
     flat = _dense(store, tmp_path / "dense", [], index="flat")
     queries = ["w1 w2 w3", "w100 w200"]
-    _, rows = engine.search_rows(queries, 10)
-    _, exact = flat.search_rows(queries, 10)
-    assert all(len(set(a) & set(b)) >= 9 for a, b in zip(rows, exact))
+    scores, rows = map(np.stack, engine.search_rows(queries, 10))
+    _, exact = map(np.stack, flat.search_rows(queries, 10))
+    # up to near-ties, never a share of ids (which of this encoder's many tied passages a top-10 holds moves with
+    # the host's SIMD kernels, issue 48): flat is exact up to float32's rounding; IVF16,SQ8 searching all 16 lists
+    # is exact on its decoded 8-bit codes, so it holds the true top-10 up to what the codes lose
+    qvecs, docs = Hashed().encode_queries(queries), _documents(store)
+    truth, rounding = exact_scores(qvecs, docs), dot_error_bound(qvecs, docs)
+    assert_top_k_up_to_ties(np.take_along_axis(truth, exact, 1), best_k(truth, 10), rounding.max(axis=1))
+    import faiss
+
+    ivf = faiss.extract_index_ivf(engine.index.index)
+    ivf.make_direct_map()
+    decoded = engine.index.index.reconstruct_n(0, len(engine.index))
+    approx, approx_rounding = exact_scores(qvecs, decoded), dot_error_bound(qvecs, decoded)
+    assert_scores_within(scores, rows, approx, approx_rounding)
+    assert_top_k_up_to_ties(np.take_along_axis(approx, rows, 1), best_k(approx, 10), approx_rounding.max(axis=1))
+    lost = np.abs(approx - truth).max(axis=1) + approx_rounding.max(axis=1)
+    assert_top_k_up_to_ties(np.take_along_axis(truth, rows, 1), best_k(truth, 10), lost)
     again: list[str] = []
     _dense(store, tmp_path / "dense", again, index="IVF16,SQ8")
     assert again[0] == f"embedding shards in {tmp_path / 'dense'}: 3 of 3 already there"
@@ -174,10 +202,31 @@ def test_running_out_of_memory_while_building_is_one_line(store, tmp_path, monke
         _dense(store, tmp_path / "m", [], index="IVF16,Flat")
 
 
-def test_float16_shards_take_half_the_disk_and_re_rank_to_the_float32_hits(store, tmp_path):
+def _assert_re_ranked_within_rounding(engine, queries, stored, k=10):
+    """``engine`` (nprobe 16 of 16 lists, ``rerank=50``) returns the exact top-``k`` of the 50 candidates its index
+    hands to the re-ranking, up to near-ties, and each score within ``stored``'s rounding of the exact one.
+
+    Only the candidates are compared, not the hits of another index: an index trained on other rows (float16
+    ones, or k-means summed by other SIMD kernels) hands over other candidates, and which of the many exactly
+    tied passages of this encoder lands in a top-10 then differs by host (issue 48).  Returns the largest
+    score error seen and its bound, for the report."""
+    qvecs, docs = Hashed().encode_queries(queries), _documents(engine.store)
+    truth, bound = exact_scores(qvecs, docs), dot_error_bound(qvecs, docs, stored=stored)
+    _, candidates = engine.index.search(qvecs, 50, nprobe=16)  # what the re-ranking re-scores
+    scores, rows = map(np.stack, engine.search_rows(queries, k))
+    assert all(len(set(got)) == k and set(got) <= set(cand) for got, cand in zip(rows, candidates))
+    assert np.all(np.diff(scores, axis=1) <= 0)
+    assert_scores_within(scores, rows, truth, bound)
+    assert_top_k_up_to_ties(np.take_along_axis(truth, rows, 1), best_k(np.take_along_axis(truth, candidates, 1), k),
+                            np.take_along_axis(bound, candidates, 1).max(axis=1))
+    return np.abs(np.take_along_axis(truth, rows, 1) - scores).max(), np.take_along_axis(bound, rows, 1).max()
+
+
+def test_float16_shards_take_half_the_disk_and_re_rank_as_the_float32_vectors_would(store, tmp_path, monkeypatch):
     """Wikipedia's 768-d shards are 64.5 GB as float32; float16 halves them.  The index is built from the
-    float16 rows cast back, and the re-ranking reads them as float32: the top-10 is the float32 one up to
-    near-ties, and every re-ranked score is within float16's rounding of the exact one."""
+    float16 rows cast back, and the re-ranking reads them as float32: its top-10 is the exact one of its
+    candidates up to near-ties, and every re-ranked score is within float16's rounding (2^-11 of each term, plus
+    float32's summation) of the exact one; the float32 shards, within float32's summation alone."""
     wide = _dense(store, tmp_path / "f32", [], index="IVF16,SQ8", nprobe=16, train_size=1000, rerank=50)
     half = _dense(store, tmp_path / "f16", [], index="IVF16,SQ8", nprobe=16, train_size=1000, rerank=50,
                   shard_dtype="float16")
@@ -185,13 +234,19 @@ def test_float16_shards_take_half_the_disk_and_re_rank_to_the_float32_hits(store
         assert half.shards.read(i).dtype == np.float16
         assert half.shards.path(i).stat().st_size < 0.55 * wide.shards.path(i).stat().st_size
     queries = [" ".join(random.Random(q).choices(WORDS, k=4)) for q in range(40)]
-    qvecs = Hashed().encode_queries(queries)
-    got_scores, got_rows = half.search_rows(queries, 10)
-    want_scores, want_rows = wide.search_rows(queries, 10)
-    overlap = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(got_rows, want_rows)])
-    assert overlap >= 0.97, overlap
-    for q, (scores, rows) in enumerate(zip(got_scores, got_rows)):  # against the float32 shards' rows
-        np.testing.assert_allclose(scores, wide.vectors(rows) @ qvecs[q], atol=2e-3)
+    error32, _ = _assert_re_ranked_within_rounding(wide, queries, np.float32)
+    error16, bound16 = _assert_re_ranked_within_rounding(half, queries, np.float16)
+    assert error32 < error16 <= bound16  # float16's rounding is what moves the scores
+    # and the check catches a broken float16 path: shards read back at bfloat16's 8 bits, or no re-ranking
+    read = half.vectors
+    monkeypatch.setattr(half, "vectors", lambda rows: (read(rows).view(np.uint32) & np.uint32(0xFFFF0000)).view(
+        np.float32))
+    with pytest.raises(AssertionError):
+        _assert_re_ranked_within_rounding(half, queries, np.float16)
+    monkeypatch.setattr(half, "vectors", read)
+    monkeypatch.setattr(half, "settings", dataclasses.replace(half.settings, rerank=0))
+    with pytest.raises(AssertionError):
+        _assert_re_ranked_within_rounding(half, queries, np.float16)
 
 
 def test_a_shard_folder_of_one_dtype_is_never_filled_with_another(store, tmp_path):

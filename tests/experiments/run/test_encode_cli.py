@@ -29,6 +29,7 @@ from indexes.chunking import passages_to_chunks
 from indexes.vector import FaissIndex
 from retrievers.shards import MANIFEST, ShardStore, encode_corpus, shard_folder_name
 from tests.retrievers.test_shards import HashDense, corpus
+from tests.support.float_bounds import assert_same_ranking_up_to_ties
 from tests.support.kill import kill_after_shards
 
 REPO = Path(__file__).resolve().parents[3]
@@ -111,9 +112,13 @@ def run_retrieve(files, out: Path, *extra: str) -> tuple[list[dict], dict]:
 
 
 def same_hits(a: list[dict], b: list[dict], tol: float) -> None:
-    assert [[h["id"] for h in r["hits"]] for r in a] == [[h["id"] for h in r["hits"]] for r in b]
-    diff = max(abs(h["score"] - g["score"]) for x, y in zip(a, b) for h, g in zip(x["hits"], y["hits"]))
-    assert diff <= tol, diff
+    """The same hits up to near-ties: scores within ``tol`` of each other, and two hits may swap, or trade the
+    last place, only where their scores are that close (which of two near-tied passages ranks first moves with
+    the batch and the host's kernels, issue 48)."""
+    assert [r["id"] for r in a] == [r["id"] for r in b]
+    for x, y in zip(a, b):
+        assert_same_ranking_up_to_ties([h["id"] for h in x["hits"]], [h["score"] for h in x["hits"]],
+                                       [h["id"] for h in y["hits"]], [h["score"] for h in y["hits"]], tol / 2)
 
 
 def stamps(folder: Path) -> dict[str, tuple[int, int]]:
