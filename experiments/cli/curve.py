@@ -81,6 +81,7 @@ def curve(
     ef_search: Optional[int] = typer.Option(None, "--ef-search", help="HNSW's efSearch."),
     rerank: Optional[int] = typer.Option(None, "--rerank", help="Re-score this many candidates exactly against the full vectors."),
     max_index_memory: Optional[str] = typer.Option(None, "--max-index-memory", help="Refuse an index whose build needs more (e.g. 8GB), naming a string that fits."),
+    corpus_quoting: Optional[str] = typer.Option(None, "--corpus-quoting", help="A .tsv corpus's fields: csv (the default; DPR's format) or none (plain tab-separated lines, a quote is just a character)."),
     shard_dtype: Optional[str] = typer.Option(None, "--shard-dtype", help="float32 (default) or float16: the embedding shards on disk (float16 halves them: 32 GB for Wikipedia at 768-d)."),
 ) -> None:
     """Index the file's passages once, give every question its top-k, and chart recall@k against accuracy@k."""
@@ -109,7 +110,7 @@ def curve(
             raise UserError(f"--ks must be positive, got {ks}")
         section = with_index_options(retriever_spec(retriever, retriever_param), corpus, index=index, nprobe=nprobe,
                                      ef_search=ef_search, rerank=rerank, max_index_memory=max_index_memory,
-                                     shard_dtype=shard_dtype)
+                                     shard_dtype=shard_dtype, corpus_quoting=corpus_quoting)
         cfg = parse_config(curve_config(data_path(litm), section, reader or ["smollm2"], k_list, limit, query_aware,
                                         max_new_tokens, margin, corpus), "ctxcomp curve options")
     plan = curve_shard_plan(cfg, out, executor, ray_address, workers, shards, shard_size)

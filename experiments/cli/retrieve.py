@@ -87,6 +87,7 @@ def retrieve(
     ef_search: Optional[int] = typer.Option(None, "--ef-search", help="HNSW's efSearch."),
     rerank: Optional[int] = typer.Option(None, "--rerank", help="Re-score this many candidates exactly against the full vectors (memory-mapped shards)."),
     max_index_memory: Optional[str] = typer.Option(None, "--max-index-memory", help="Refuse (naming a string that fits) an index whose build needs more, e.g. 8GB; `--index auto` picks within it."),
+    corpus_quoting: Optional[str] = typer.Option(None, "--corpus-quoting", help="A .tsv corpus's fields: csv (the default; DPR's format: a field holding a quote is csv-quoted) or none (plain tab-separated lines, a quote is just a character)."),
     shard_dtype: Optional[str] = typer.Option(None, "--shard-dtype", help="float32 (default) or float16: the embedding shards on disk (float16 halves them: 32 GB for Wikipedia at 768-d)."),
 ) -> None:
     """Retrieve the top-k passages per query and report answer recall."""
@@ -118,7 +119,7 @@ def retrieve(
     big = corpus_on_disk(corpus_name, corpus, queries, litm, index_options)
     if big is not None:
         qs = litm_questions(data_path(litm), limit) if litm is not None else load_queries(big[1], limit)
-        engine = open_corpus_search(big[0], spec, index=index_options,
+        engine = open_corpus_search(big[0], spec, index=index_options, quoting=corpus_quoting,
                                     pool_for=plan.encoder_pool if plan is not None else None)
     elif litm is not None:
         if corpus is not None or queries is not None:
