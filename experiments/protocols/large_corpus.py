@@ -22,7 +22,8 @@ from core.registry import ComponentSpec
 from indexes.types import Passage
 
 # the keys of a dense retriever's params that describe its corpus index, not the retriever itself
-INDEX_KEYS = ("index", "nprobe", "ef_search", "rerank", "max_index_memory", "train_size", "seed", "shard_dtype")
+INDEX_KEYS = ("index", "nprobe", "ef_search", "rerank", "max_index_memory", "max_encode_time", "recall_target",
+              "train_size", "seed", "shard_dtype")
 
 
 def is_corpus_file(value: str | Path) -> bool:
