@@ -333,7 +333,7 @@ def real(args) -> None:
     if args.synthetic:  # the synthetic vectors of the other tables, at this size and dimension
         fake = np.concatenate(list(real_like(len(docs), docs.shape[1], 0)))
         rng = np.random.default_rng(1)
-        fq = fake[rng.choice(len(fake), len(queries), replace=False)] + 0.05 * rng.standard_normal(queries.shape)
+        fq = fake[rng.choice(len(fake), len(queries), replace=len(queries) > len(fake))] + 0.05 * rng.standard_normal(queries.shape)
         fq = (fq / np.linalg.norm(fq, axis=1, keepdims=True)).astype(np.float32)
         sets.append(({**base, "vectors": "synthetic (real_like)", "encode_s": None}, fake, fq, None))
     for head, vecs, qvecs, recall in sets:
