@@ -7,7 +7,7 @@ and BM25 built in blocks; each size in a fresh process so peak RSS is its own.
     python benchmarks/bench_corpus.py bm25 --n 200000
     python benchmarks/bench_corpus.py e2e --n 1000000 --limit 500        # the curve over a 1M-passage corpus
     python benchmarks/bench_corpus.py fit results.jsonl                   # lines through the sizes, at 21M
-    python benchmarks/bench_corpus.py real --strings "IVF64,Flat;IVF64,SQ8"  # real MiniLM vectors, against exact
+    python benchmarks/bench_corpus.py real --passages 2600 --synthetic   # real MiniLM vectors and NQ-Open questions
 
 Dense vectors are real-like, not real: 768-d, drawn as a mixture of 2,000 Gaussian clusters whose centres
 lie in a random 128-d subspace with a decaying spectrum, plus isotropic noise, then L2-normalised (sentence
@@ -28,7 +28,10 @@ the command's wall time and peak RSS.  ``fit`` fits a straight line (least squar
 against n and projects it to Wikipedia's 21,015,324 passages.  ``real`` embeds, with the packaged MiniLM,
 every distinct passage of the Lost in the Middle oracle file plus L-Eval's documents (the four files under
 ``leval/``) cut into 100-word passages, and measures each string against the exact top-20 and by answer
-recall@20 over the NQ-Open questions (Lost in the Middle's answer matching).
+recall@1/5/20 over the NQ-Open questions (Lost in the Middle's answer matching), each string searched with
+its search plan (``ctxcomp``'s default) and, for inverted files, with FAISS's default of one list;
+``--passages N`` keeps the first N (the oracle's come first), ``--synthetic`` runs the same strings on
+real-like vectors of that size and dimension beside them.
 """
 from __future__ import annotations
 
@@ -292,9 +295,17 @@ def e2e(args) -> None:
 
 
 def real(args) -> None:
+    """Real questions on vectors an encoder made, beside the synthetic vectors of the same size and dimension.
+
+    Each string is searched the way ``ctxcomp`` now searches it by default (its search plan, chosen at build
+    time on the corpus's own vectors as queries) and, for inverted files, with FAISS's own default (nprobe 1,
+    what ``ctxcomp`` did before). Queries/s are the index's alone (the query vectors encoded beforehand) and
+    with the query encoder's measured time added, since a user's question has to be encoded too.
+    """
     import faiss
 
     from experiments.protocols.corpus import load_litm_corpus
+    from indexes.factory import choose_search
     from retrievers.metrics import hit_has_answer
     from retrievers.sentence_transformers import SentenceTransformerEncoder, packaged_minilm_path
 
@@ -307,37 +318,71 @@ def real(args) -> None:
         for doc in docs:
             words = doc.split()
             texts += [" ".join(words[i: i + 100]) for i in range(0, len(words), 100)]
+    texts = texts[: args.passages] if args.passages else texts
     questions = questions[: args.limit]
-    cache = Path(args.dir or tempfile.mkdtemp(prefix="bench-real-")) / f"minilm-{len(texts)}.npy"
-    t0 = time.perf_counter()
+    folder = Path(args.dir or tempfile.mkdtemp(prefix="bench-real-"))
+    folder.mkdir(parents=True, exist_ok=True)
     enc = SentenceTransformerEncoder(str(packaged_minilm_path()), device="cpu")
-    if cache.exists():
-        docs = np.load(cache)
-    else:
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        docs = np.asarray(enc.encode_documents(texts), np.float32)
-        np.save(cache, docs)
-    encode_s = time.perf_counter() - t0
-    queries = np.asarray(enc.encode_queries([q.query for q in questions]), np.float32)
-    exact = exact_top([docs], queries, 20)
+    docs, encode_s = _cached(folder / f"minilm-{len(texts)}.npy", lambda: enc.encode_documents(texts))
+    queries, query_s = _cached(folder / f"minilm-queries-{len(questions)}.npy",
+                               lambda: enc.encode_queries([q.query for q in questions]))
+    base = {"what": "real", "vectors": "MiniLM", "passages": len(texts), "litm_passages": min(len(passages), len(texts)),
+            "queries": len(questions), "dim": docs.shape[1], "encode_s": encode_s, "query_encode_s": query_s,
+            "load": os.getloadavg()[0]}
+    sets = [(base, docs, queries, _recall(texts, questions, hit_has_answer))]
+    if args.synthetic:  # the synthetic vectors of the other tables, at this size and dimension
+        fake = np.concatenate(list(real_like(len(docs), docs.shape[1], 0)))
+        rng = np.random.default_rng(1)
+        fq = fake[rng.choice(len(fake), len(queries), replace=len(queries) > len(fake))] + 0.05 * rng.standard_normal(queries.shape)
+        fq = (fq / np.linalg.norm(fq, axis=1, keepdims=True)).astype(np.float32)
+        sets.append(({**base, "vectors": "synthetic (real_like)", "encode_s": None}, fake, fq, None))
+    for head, vecs, qvecs, recall in sets:
+        exact = exact_top([vecs], qvecs, 20)
+        print(json.dumps({**head, "string": "exact", "top20_of_exact": 1.0, **(recall(exact) if recall else {})}),
+              flush=True)
+        for string in args.strings.split(";"):
+            index = RowIndex.build(string, vecs.shape[1], len(vecs), lambda v=vecs: iter([v]))
+            found = choose_search(index, lambda v=vecs: iter([v]), lambda r, v=vecs: v[r])
+            given = {k: v for k, v in (("nprobe", args.nprobe if index.nlist > 1 else None),
+                                       ("ef_search", args.ef_search if "HNSW" in string else None),
+                                       ("rerank", args.rerank)) if v is not None}
+            runs = [("plan", found.params() if found else {})] + ([("faiss default", {"nprobe": 1})]
+                                                                  if index.nlist > 1 else [])
+            runs += [("given", given), ("given, no re-rank", {**given, "rerank": 0})] if given else []
+            for label, params in runs:
+                t0 = time.perf_counter()
+                _, rows = index.search(qvecs, 20, vectors=(lambda r, v=vecs: v[r]) if params.get("rerank") else None,
+                                       **params)
+                search_s = time.perf_counter() - t0
+                share = float(np.mean([len(set(a) & set(b)) / 20 for a, b in zip(rows, exact)]))
+                row = {**head, "string": string, "search": label, **params,
+                       "plan_share_own_vectors": round(found.share, 3) if found else None, "top20_of_exact": round(share, 3),
+                       "qps_index": round(len(qvecs) / search_s, 1)}
+                if head["vectors"] == "MiniLM" and query_s:
+                    row["qps_with_query_encoder"] = round(len(qvecs) / (search_s + query_s), 1)
+                print(json.dumps({**row, **(recall(rows) if recall else {})}), flush=True)
 
-    def recall(rows) -> float:
-        return float(np.mean([any(hit_has_answer(texts[r], q.answers) for r in row if r >= 0)
-                              for q, row in zip(questions, rows)]))
 
-    base = {"what": "real", "passages": len(texts), "litm_passages": len(passages), "queries": len(questions),
-            "dim": docs.shape[1], "encode_s": round(encode_s, 1)}
-    print(json.dumps({**base, "string": "exact", "top20_of_flat": 1.0, "recall@20": recall(exact)}), flush=True)
-    for string in args.strings.split(";"):
-        index = RowIndex.build(string, docs.shape[1], len(docs), lambda: iter([docs]))
-        for rerank in (0, args.rerank):
-            _, rows = index.search(queries, 20, nprobe=args.nprobe if "IVF" in string else None,
-                                   ef_search=args.ef_search if "HNSW" in string else None, rerank=rerank,
-                                   vectors=(lambda r: docs[r]) if rerank else None)
-            share = float(np.mean([len(set(a) & set(b)) / 20 for a, b in zip(rows, exact)]))
-            print(json.dumps({**base, "string": string, "nprobe": args.nprobe, "ef_search": args.ef_search,
-                              "rerank": rerank,
-                              "top20_of_flat": round(share, 3), "recall@20": round(recall(rows), 3)}), flush=True)
+def _cached(path: Path, make) -> tuple[np.ndarray, float | None]:
+    """``make()``'s vectors, saved at ``path`` the first time; (vectors, seconds it took, None when cached)."""
+    if path.exists():
+        meta = path.with_suffix(".json")
+        return np.load(path), json.loads(meta.read_text())["seconds"] if meta.exists() else None
+    t0 = time.perf_counter()
+    vectors = np.asarray(make(), np.float32)
+    seconds = round(time.perf_counter() - t0, 1)
+    np.save(path, vectors)
+    path.with_suffix(".json").write_text(json.dumps({"seconds": seconds}))
+    return vectors, seconds
+
+
+def _recall(texts, questions, has_answer):
+    """Answer recall@1/5/20 of rows (Lost in the Middle's answer matching)."""
+    def recall(rows) -> dict:
+        hit = np.array([[has_answer(texts[r], q.answers) if r >= 0 else False for r in row]
+                        for q, row in zip(questions, rows)])
+        return {f"recall@{k}": round(float(hit[:, :k].any(axis=1).mean()), 3) for k in (1, 5, 20)}
+    return recall
 
 
 FIT_KEYS = ("index_bytes", "ids_bytes", "build_s", "store_bytes", "index_disk_bytes", "peak_rss_mb", "rss_anon_mb",
@@ -397,9 +442,11 @@ def main() -> None:
     e.add_argument("--dir")
     r = sub.add_parser("real")
     r.add_argument("--strings", default="IVF64,Flat;IVF64,SQ8;IVF64,SQ4;IVF64,PQ48x4;IVF64,PQ96x4;HNSW32,Flat")
-    r.add_argument("--nprobe", type=int, default=8)
-    r.add_argument("--ef-search", type=int, default=64)
-    r.add_argument("--rerank", type=int, default=100)
+    r.add_argument("--nprobe", type=int, help="also search with this nprobe (IVF strings)")
+    r.add_argument("--ef-search", type=int, help="also search with this efSearch (HNSW strings)")
+    r.add_argument("--rerank", type=int, help="also search re-ranking this many candidates exactly")
+    r.add_argument("--passages", type=int, help="only the first N passages (the oracle's come first)")
+    r.add_argument("--synthetic", action="store_true", help="the same strings on synthetic vectors of this size too")
     r.add_argument("--limit", type=int, default=2655)
     r.add_argument("--threads", type=int, default=1)
     r.add_argument("--dir")

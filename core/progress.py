@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
@@ -25,8 +26,40 @@ def progress_bar(total: int | None, desc: str, *, unit: str = "ex", enabled: boo
     """A tqdm bar on stderr (``disable`` when :func:`progress_enabled` says no); use it as a context manager."""
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, leave=leave, position=position,
-                disable=not progress_enabled(enabled))
+    if _is_terminal(sys.stderr):
+        return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, leave=leave, position=position,
+                    disable=not progress_enabled(enabled))
+    return tqdm(total=total, desc=desc, unit=unit, file=PlainLines(sys.stderr), leave=leave, position=None,
+                mininterval=PLAIN_EVERY_S, disable=not progress_enabled(enabled))
+
+
+# How often a bar redrawn as plain lines (stderr redirected to a file or a pipe) writes one: a log, not a film.
+PLAIN_EVERY_S = 30.0
+
+
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+class PlainLines:
+    """A stream for tqdm that is not a terminal: each redraw becomes one plain line, without the carriage
+    returns and cursor escapes a terminal needs (they make a redirected log unreadable)."""
+
+    _ESCAPES = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> None:
+        for part in self._ESCAPES.sub("", text).replace("\r", "\n").split("\n"):
+            if part.strip():
+                self.stream.write(part.rstrip() + "\n")
+
+    def flush(self) -> None:
+        self.stream.flush()
 
 
 # A corpus this large is indexed with its own bar (per batch of passages); the per-example contexts of a run are
@@ -70,5 +103,5 @@ def _silent(_message: str) -> None:
     return None
 
 
-__all__ = ["LARGE_CORPUS", "corpus_progress", "progress_bar", "progress_enabled", "progress_note",
+__all__ = ["LARGE_CORPUS", "PlainLines", "corpus_progress", "progress_bar", "progress_enabled", "progress_note",
            "reporting_progress"]

@@ -59,7 +59,10 @@ def human(nbytes: float) -> str:
 
 
 def default_nlist(n: int) -> int:
-    """FAISS's guideline: about 4*sqrt(n) inverted lists, as a power of two, at least 1 and at most n/39."""
+    """FAISS's guideline: about 4*sqrt(n) inverted lists, as a power of two, at least 1 and at most n/39.
+
+    The one rule for every inverted file here: the corpus indexes (``ivf``, ``auto``) and the in-memory
+    ``indexes.vector.FaissIndex``, which once took sqrt(n) lists of its own."""
     want = 4 * math.sqrt(max(n, 1))
     nlist = 1 << max(0, round(math.log2(want)))
     while nlist > 1 and nlist * 39 > n:
@@ -256,6 +259,20 @@ class RowIndex:
     def dim(self) -> int:
         return int(self.index.d)
 
+    @property
+    def nlist(self) -> int:
+        """Inverted lists (0: not an inverted file)."""
+        import faiss
+
+        ivf = faiss.try_extract_index_ivf(self.index)
+        return int(ivf.nlist) if ivf is not None else 0
+
+    def _nprobe(self) -> int:
+        import faiss
+
+        ivf = faiss.try_extract_index_ivf(self.index)
+        return int(ivf.nprobe) if ivf is not None else 0
+
     def __len__(self) -> int:
         return int(self.index.ntotal)
 
@@ -303,6 +320,10 @@ class RowIndex:
             if kind not in self.string:
                 raise UserError(f"{name} applies to {kind} indexes; {self.string!r} has none")
             faiss.ParameterSpace().set_index_parameter(self.index, name, value)
+        lists = self.nlist
+        if nprobe is None and lists > 1 and self._nprobe() == 1:
+            raise UserError(f"{self.string!r} searched with no nprobe would search 1 of its {lists:,} lists "
+                            "(FAISS's default); give nprobe, or a SearchPlan's (choose_search)")
         depth = min(max(k, rerank), len(self))
         scores, rows = self.index.search(queries, depth)
         if rerank and vectors is not None:
@@ -335,6 +356,150 @@ class RowIndex:
 
         flags = faiss.IO_FLAG_MMAP if mmap and "IVF" in string else 0
         return cls(faiss.read_index(str(path), flags), string)
+
+
+RECALL_TARGET = 0.95  # the share of exact search's top-k an approximate index's default search must reach
+TUNE_K = 20  # the depth that share is measured at (the open-domain curve's top-20)
+TUNE_QUERIES = 500  # corpus passages used as queries to measure it
+RERANK_STEPS = (0, 100, 200, 500, 1000)  # exact re-ranking depths tried when compressed codes fall short
+PLATEAU = 0.002  # a doubling of nprobe / efSearch that gains less than this ends a sweep
+
+
+@dataclass(frozen=True)
+class SearchPlan:
+    """The search parameters an approximate index uses when none are given, chosen when it is built.
+
+    The cheapest ``param`` value (``nprobe`` for an inverted file, ``efSearch`` for HNSW), at the smallest
+    exact re-ranking depth ``rerank``, whose top-``k`` holds ``target`` of exact search's top-``k`` for
+    ``queries`` of the corpus's own vectors used as queries (each query's own row left out of both lists, so
+    a passage finding itself counts for nothing), as autofaiss tunes its indexes.  ``share`` is what that
+    setting measured; ``curve`` every (value, rerank, share) measured, so a setting given instead can be
+    told its share.  ``reached`` is False when no setting tried reached the target (the best is kept).
+    """
+
+    string: str
+    param: str
+    value: int
+    rerank: int
+    share: float
+    target: float
+    k: int
+    queries: int
+    curve: tuple[tuple[int, int, float], ...]
+
+    @property
+    def reached(self) -> bool:
+        return self.share >= self.target
+
+    def params(self) -> dict[str, int]:
+        """Keyword arguments of ``RowIndex.search`` (``nprobe``, ``ef_search``, ``rerank``)."""
+        name = {"nprobe": "nprobe", "efSearch": "ef_search"}[self.param]
+        return {name: self.value, "rerank": self.rerank}
+
+    def share_at(self, value: int | None, rerank: int) -> float | None:
+        """The share measured for (value, rerank), or None when that setting was not tried."""
+        for v, r, share in self.curve:
+            if v == value and r == rerank:
+                return share
+        return None
+
+    def describe(self) -> str:
+        rerank = f", re-rank {self.rerank}" if self.rerank else ""
+        head = (f"search plan for {self.string!r}: {self.param} {self.value}{rerank} finds {self.share:.3f} of "
+                f"exact search's top-{self.k} on {self.queries:,} of the corpus's own passages as queries")
+        if self.reached:
+            return head + f" (target {self.target:.2f}); --nprobe / --ef-search / --rerank override it"
+        return head + (f", short of the target {self.target:.2f} at every setting tried: the codes lose too "
+                       "much; a finer code (SQ8, Flat, more PQ bytes) would reach it")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"string": self.string, "param": self.param, "value": self.value, "rerank": self.rerank,
+                "share": self.share, "target": self.target, "k": self.k, "queries": self.queries,
+                "curve": [list(c) for c in self.curve]}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SearchPlan:
+        return cls(**{**data, "curve": tuple((int(v), int(r), float(s)) for v, r, s in data["curve"])})
+
+
+def tunable(index: RowIndex) -> tuple[str, list[int]] | None:
+    """The parameter that trades speed for recall in ``index`` and the values to try, or None (exact)."""
+    import faiss
+
+    if index.nlist > 1:
+        return "nprobe", sorted({min(1 << i, index.nlist) for i in range(int(math.log2(index.nlist)) + 2)})
+    if isinstance(faiss.downcast_index(index.index), faiss.IndexHNSW) or "HNSW" in index.string.split(",")[0]:
+        return "efSearch", [16, 32, 64, 128, 256, 512, 1024]
+    return None
+
+
+def choose_search(index: RowIndex, blocks: Callable[[], Iterable[np.ndarray]],
+                  vectors: Callable[[np.ndarray], np.ndarray], *, target: float = RECALL_TARGET, k: int = TUNE_K,
+                  queries: int = TUNE_QUERIES, seed: int = 0) -> SearchPlan | None:
+    """The :class:`SearchPlan` of ``index`` (None for an exact index): ``blocks()`` streams the corpus's
+    vectors in row order (exact search's answers), ``vectors(rows)`` reads given rows (the queries, and the
+    candidates of an exact re-ranking)."""
+    what = tunable(index)
+    if what is None:
+        return None
+    param, values = what
+    n = len(index)
+    rng = np.random.default_rng(seed)
+    rows = np.sort(rng.choice(n, size=min(queries, n), replace=False))
+    qvecs = np.ascontiguousarray(vectors(rows), dtype=np.float32)
+    truth = _without_self(exact_top(qvecs, blocks(), k + 1), rows, k)
+    lossy = re.search(r"(PQ|SQ|LSH|RQ|LSQ)", index.string) is not None
+    curve: list[tuple[int, int, float]] = []
+    for rerank in RERANK_STEPS if lossy else (0,):
+        last = -1.0
+        for value in values:
+            settings = {"nprobe": value} if param == "nprobe" else {"ef_search": value}
+            _, found = index.search(qvecs, k + 1, rerank=rerank, vectors=vectors if rerank else None, **settings)
+            share = overlap(_without_self(found, rows, k), truth)
+            curve.append((value, rerank, share))
+            if share >= target or share - last < PLATEAU:
+                break
+            last = share
+        if curve[-1][2] >= target:
+            break
+    reached = [c for c in curve if c[2] >= target]
+    value, rerank, share = reached[0] if reached else max(curve, key=lambda c: (c[2], -c[1], -c[0]))
+    return SearchPlan(index.string, param, value, rerank, share, target, k, len(rows), tuple(curve))
+
+
+def exact_top(queries: np.ndarray, blocks: Iterable[np.ndarray], k: int) -> np.ndarray:
+    """Rows of the ``k`` highest inner products per query over a stream of blocks in row order (exact search,
+    never holding more than one block's scores); shape (len(queries), k), best first."""
+    best_scores = np.full((len(queries), 0), -np.inf, dtype=np.float32)
+    best_rows = np.zeros((len(queries), 0), dtype=np.int64)
+    lo = 0
+    for block in blocks:
+        scores = queries @ np.asarray(block, dtype=np.float32).T
+        if scores.shape[1] > k:  # the block's own top k first: a partition, not a sort of 50,000 columns
+            part = np.argpartition(-scores, k - 1, axis=1)[:, :k]
+            scores, rows = np.take_along_axis(scores, part, 1), part + lo
+        else:
+            rows = np.broadcast_to(np.arange(lo, lo + scores.shape[1]), scores.shape)
+        scores, rows = np.concatenate([best_scores, scores], axis=1), np.concatenate([best_rows, rows], axis=1)
+        keep = np.lexsort((rows, -scores), axis=1)[:, :k]
+        best_scores, best_rows = np.take_along_axis(scores, keep, 1), np.take_along_axis(rows, keep, 1)
+        lo += len(block)
+    return best_rows
+
+
+def _without_self(found: np.ndarray, rows: np.ndarray, k: int) -> np.ndarray:
+    """Each query's found rows without its own row (and FAISS's -1 padding), cut to ``k``, padded with -1."""
+    out = np.full((len(found), k), -1, dtype=np.int64)
+    for i, (got, own) in enumerate(zip(found, rows)):
+        kept = got[(got != own) & (got >= 0)][:k]
+        out[i, :len(kept)] = kept
+    return out
+
+
+def overlap(found: np.ndarray, truth: np.ndarray) -> float:
+    """The mean share of each query's true rows (``truth``, -1 padding ignored) that ``found`` holds."""
+    shares = [len(set(f[f >= 0]) & set(t[t >= 0])) / max(int((t >= 0).sum()), 1) for f, t in zip(found, truth)]
+    return float(np.mean(shares)) if shares else 0.0
 
 
 def _skip_polysemous_training(index: Any) -> None:
@@ -388,5 +553,5 @@ def _gather(blocks: Iterable[np.ndarray], rows: np.ndarray, dim: int) -> np.ndar
     return out
 
 
-__all__ = ["MemoryPlan", "NAMES", "RowIndex", "available_memory", "candidates", "check_fits", "default_nlist",
+__all__ = ["RECALL_TARGET", "MemoryPlan", "NAMES", "RowIndex", "SearchPlan", "choose_search", "exact_top", "overlap", "available_memory", "candidates", "check_fits", "default_nlist",
            "default_train_size", "exact_rerank", "fit", "human", "parse_bytes", "plan", "resolve"]

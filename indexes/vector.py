@@ -13,14 +13,16 @@ the CPU.  The vectors always live in FAISS's CPU index too, which is what is sav
 from __future__ import annotations
 
 import json
-import math
 import sys
+import warnings
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from indexes.factory import default_nlist
 
 KINDS = ("flat", "hnsw", "ivf")
 METRICS = ("ip", "l2")
@@ -135,7 +137,9 @@ class FaissIndex:
     ``metric='ip'`` scores by inner product (cosine for L2-normalised vectors,
     higher is better); ``metric='l2'`` returns squared L2 distances (lower is
     better).  ``ivf`` trains its coarse quantiser on the first ``add``, which
-    must bring at least ``nlist`` vectors (``nlist=None`` picks ~sqrt(n)).
+    must bring at least ``nlist`` vectors (``nlist=None``: ``indexes.factory.default_nlist``, the one rule
+    the corpus indexes use too) and searches ``nprobe`` of them (None: a sixteenth, at least 16; a setting
+    that searches one list of many is warned about).
     ``device='auto'`` searches on GPU 0 when one is visible: flat and ivf
     indexes move there when FAISS was built with GPU support, and without it a
     flat index searches with torch (:class:`TorchFlatSearch`) when this process
@@ -151,7 +155,7 @@ class FaissIndex:
         *,
         metric: str = "ip",
         nlist: int | None = None,
-        nprobe: int = 16,
+        nprobe: int | None = None,
         hnsw_m: int = 32,
         ef_search: int = 64,
         ef_construction: int = 80,
@@ -193,7 +197,7 @@ class FaissIndex:
             index.hnsw.efSearch = self.ef_search
         else:
             n = len(first_batch)
-            nlist = self.nlist or max(1, min(65536, int(math.sqrt(n))))
+            nlist = self.nlist or default_nlist(n)
             if n < nlist:
                 raise ValueError(
                     f"an ivf index with nlist={nlist} needs at least {nlist} vectors in its first add "
@@ -203,7 +207,11 @@ class FaissIndex:
             quantizer = faiss.IndexFlatIP(self.dim) if self.metric == "ip" else faiss.IndexFlatL2(self.dim)
             index = faiss.IndexIVFFlat(quantizer, self.dim, nlist, self._metric_const())
             index.train(first_batch)
-            index.nprobe = min(self.nprobe, nlist)
+            self.nprobe = min(self.nprobe or max(16, nlist // 16), nlist)
+            if self.nprobe == 1 and nlist > 1:
+                warnings.warn(f"an ivf index searching nprobe=1 of its {nlist} lists misses most neighbours of a "
+                              "query near a list's edge; raise nprobe", UserWarning, stacklevel=3)
+            index.nprobe = self.nprobe
         return self._maybe_to_gpu(index)
 
     def _maybe_to_gpu(self, index: Any) -> Any:

@@ -15,8 +15,9 @@ first), reading from the store only the rows it returns.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -24,8 +25,22 @@ from typing import Any, Protocol
 import numpy as np
 
 from core.errors import UserError
+from core.files import write_atomic
 from core.progress import progress_bar
-from indexes.factory import RowIndex, check_fits, fit, human, plan, resolve
+from indexes.factory import (
+    RECALL_TARGET,
+    TUNE_K,
+    RowIndex,
+    SearchPlan,
+    available_memory,
+    check_fits,
+    choose_search,
+    fit,
+    human,
+    plan,
+    resolve,
+    tunable,
+)
 from indexes.passages import PassageStore
 from indexes.types import Chunk
 from retrievers.base import Hit
@@ -120,17 +135,22 @@ class DenseIndexSettings:
     """How a dense corpus index is built and searched.
 
     ``index``: a FAISS factory string, a name (``flat``, ``hnsw``, ``ivf``) or ``auto``; ``nprobe`` /
-    ``ef_search``: search parameters; ``rerank``: re-score this many candidates exactly from the shards (0:
-    none); ``max_memory``: the budget in bytes (None: the free memory only); ``train_size``: vectors to
-    train on (None: FAISS's guideline); ``seed``: the training sample's; ``shard_dtype``: of the embedding
-    shards on disk (``float16`` halves them; the index is built and re-ranks in float32 all the same).
+    ``ef_search`` / ``rerank`` (re-score this many candidates exactly from the shards): search parameters,
+    None for the index's search plan (chosen at build time to reach ``recall_target`` of exact search's
+    top-20, ``indexes.factory.SearchPlan``); ``max_memory``: the budget in bytes (None: the free memory
+    only); ``max_encode_time``: seconds the encoding may be projected to take (None: no limit);
+    ``train_size``: vectors to train on (None: FAISS's guideline); ``seed``: the training and tuning
+    samples'; ``shard_dtype``: of the embedding shards on disk (``float16`` halves them; the index is built
+    and re-ranks in float32 all the same).
     """
 
     index: str = "flat"
     nprobe: int | None = None
     ef_search: int | None = None
-    rerank: int = 0
+    rerank: int | None = None
     max_memory: int | None = None
+    max_encode_time: float | None = None
+    recall_target: float = RECALL_TARGET
     train_size: int | None = None
     seed: int = 0
     shard_dtype: str = "float32"
@@ -143,15 +163,53 @@ class DenseIndexSettings:
 
         merged = {**params, **{k: v for k, v in overrides.items() if v is not None}}
         known = {k: merged.pop(k) for k in list(merged) if k in ("index", "nprobe", "ef_search", "rerank",
-                                                                   "max_memory", "train_size", "seed",
+                                                                   "max_memory", "max_encode_time",
+                                                                   "recall_target", "train_size", "seed",
                                                                    "shard_dtype")}
         if known.get("max_memory") is not None:
             known["max_memory"] = parse_bytes(known["max_memory"], "max_memory")
+        if known.get("max_encode_time") is not None:
+            known["max_encode_time"] = parse_duration(known["max_encode_time"], "--max-encode-time")
+        target = known.get("recall_target", RECALL_TARGET)
+        if not isinstance(target, (int, float)) or not 0 < target <= 1:
+            raise UserError(f"recall_target must be a share in (0, 1], got {target!r}")
         return cls(**known, extra=merged)
 
 
+PROBE = 64  # passages encoded and timed before the rest, for the time plan (after a warm-up of 2)
+
+
+@dataclass(frozen=True)
+class EncodePlan:
+    """How long encoding the passages still to encode will take, from the encoder's speed on a first batch."""
+
+    todo: int
+    measured: int
+    seconds: float
+
+    @property
+    def rate(self) -> float:
+        return self.measured / max(self.seconds, 1e-9)
+
+    @property
+    def projected(self) -> float:
+        return self.todo / self.rate
+
+    def describe(self, device: str) -> str:
+        return (f"time plan: {self.todo:,} passages to encode at {self.rate:,.1f} passages/s (measured on "
+                f"{self.measured} passages here, {device}): about {duration(self.projected)}; --executor ray "
+                f"with W encoder actors as fast as this process divides it by at most W (about "
+                f"{duration(self.projected / 8)} with 8); a GPU's speed is measured the same way where torch "
+                "sees one (run this there)")
+
+
 class DenseEngine:
-    """A dense retriever's encoder over a store: embedding shards in ``folder``, then a ``RowIndex``."""
+    """A dense retriever's encoder over a store: embedding shards in ``folder``, then a ``RowIndex``.
+
+    Everything that can refuse is checked before the corpus is encoded: the memory plan of the index (or the
+    size of an index file already built) against ``max_memory`` and the free memory, and the time plan from
+    the encoder's measured speed against ``max_encode_time``.
+    """
 
     def __init__(self, retriever: DenseRetriever, store: PassageStore, folder: Path, settings: DenseIndexSettings, *,
                  shard_size: int = 50_000, pool_for: Callable[[], Any] | None = None,
@@ -169,17 +227,44 @@ class DenseEngine:
                                       shard_size=shard_size, digest=digest, dtype=settings.shard_dtype)
         todo = self.shards.missing()
         say(f"embedding shards in {folder}: {self.shards.shards - len(todo)} of {self.shards.shards} already there")
-        if todo:
+        probe = self._probe(texts, todo) if todo else None
+        dim = int(self.shards.manifest.get("dim") or probe[0])
+        string, path = self._plan(folder, dim, say)
+        if probe is not None:
+            left = sum(hi - lo for lo, hi in map(self.shards.bounds, todo))
+            self._check_time(EncodePlan(left, *probe[1:]), say)
             with pool_for() if pool_for is not None else nullcontext(None) as pool:
                 self.shards.fill(texts, todo, encode=encoder.encode_documents, pool=pool, on_shard=on_shard)
-        self.index = self._index(folder, say)
+        self.index = self._index(path, string, say)
+        self.search_plan = self._search_plan(path, say)
 
     @property
     def label(self) -> str:
         return f"{self.retriever.label}[{self.index.string}]"
 
-    def _index(self, folder: Path, say: Callable[[str], None]) -> RowIndex:
-        n, dim = self.shards.count, int(self.shards.manifest["dim"])
+    def _probe(self, texts: Sequence[str], todo: Sequence[int]) -> tuple[int, int, float]:
+        """(dimension, passages timed, seconds) of the encoder on the first passages still to encode."""
+        import time
+
+        lo, hi = self.shards.bounds(todo[0])
+        batch = list(texts[lo: min(hi, lo + PROBE)])
+        encode = self.retriever.encoder.encode_documents
+        encode(batch[:2])  # loads the model and warms it up: not part of the rate
+        start = time.perf_counter()
+        vectors = np.asarray(encode(batch))
+        return int(vectors.shape[1]), len(batch), time.perf_counter() - start
+
+    def _check_time(self, p: EncodePlan, say: Callable[[str], None]) -> None:
+        say(p.describe(_device()))
+        budget = self.settings.max_encode_time
+        if budget is not None and p.projected > budget:
+            raise UserError(f"encoding {p.todo:,} passages would take about {duration(p.projected)} at "
+                            f"{p.rate:,.1f} passages/s (measured here on {p.measured}), over --max-encode-time "
+                            f"{duration(budget)}; encode on a GPU or with --executor ray, or take a smaller corpus")
+
+    def _plan(self, folder: Path, dim: int, say: Callable[[str], None]) -> tuple[str, Path]:
+        """The index string and its file; refuses, before any encoding, an index that would not fit."""
+        n = self.shards.count
         store_bytes = self.store.path.stat().st_size
         s = self.settings
         if s.index.strip().lower() == "auto":
@@ -191,28 +276,72 @@ class DenseEngine:
             string = chosen.string
         else:
             string = resolve(s.index, n)
-        p = plan(string, n, dim, train_size=s.train_size, store=store_bytes)
         path = folder / f"index-{_slug(string)}.faiss"
+        if path.is_file():
+            size = path.stat().st_size
+            for limit, name in ((s.max_memory, "--max-index-memory"), (available_memory(), "the free memory")):
+                if limit is not None and size > limit:
+                    raise UserError(f"the index {path} is {human(size)}, over {name} ({human(limit)}); raise it, "
+                                    "or give an --index that fits (the file is kept)")
+            return string, path
+        p = plan(string, n, dim, train_size=s.train_size, store=store_bytes)
+        say("memory plan: " + p.describe())
+        check_fits(p, s.max_memory)
+        return string, path
+
+    def _index(self, path: Path, string: str, say: Callable[[str], None]) -> RowIndex:
+        n, dim = self.shards.count, int(self.shards.manifest["dim"])
         if path.is_file():
             say(f"loading {path} ({human(path.stat().st_size)})")
             return RowIndex.load(path, string)
-        say("memory plan: " + p.describe())
-        check_fits(p, s.max_memory)
         say(f"building {string!r} (no finished index at {path}; a killed build starts over)")
+        s = self.settings
         try:
             with progress_bar(n, f"add to {string}", unit="vec", leave=False) as bar:
-                index = RowIndex.build(string, dim, n, lambda: (np.asarray(self.shards.read(i))
-                                                                for i in range(self.shards.shards)),
-                                       train_size=s.train_size, seed=s.seed, say=say,
+                index = RowIndex.build(string, dim, n, self._blocks, train_size=s.train_size, seed=s.seed, say=say,
                                        on_block=lambda done: bar.update(done - bar.n))
         except MemoryError:
-            from indexes.factory import available_memory
-
+            p = plan(string, n, dim, train_size=s.train_size)
             raise UserError(f"out of memory building {string!r} over {n:,} x {dim} in this process: the plan "
                             f"needs {human(p.total)}, {human(available_memory())} is free now; give a smaller "
                             f"--index or --max-index-memory") from None
         index.save(path)
         return index
+
+    def _blocks(self) -> Iterator[np.ndarray]:
+        return (np.asarray(self.shards.read(i)) for i in range(self.shards.shards))
+
+    def _search_plan(self, path: Path, say: Callable[[str], None]) -> SearchPlan | None:
+        """The index's search plan, chosen once beside its file (``.search.json``) and reused; the setting the
+        command line gives instead is told its measured share, and one that probes 1 of many lists is warned."""
+        s = self.settings
+        sidecar = path.with_name(path.stem + ".search.json")
+        found = None
+        if sidecar.is_file():
+            found = SearchPlan.from_json(json.loads(sidecar.read_text(encoding="utf-8")))
+            if (found.target, found.k) != (s.recall_target, TUNE_K):
+                found = None
+        if found is None and tunable(self.index) is not None:
+            say(f"choosing search parameters for {self.index.string!r}: the cheapest that find {s.recall_target:.2f}"
+                f" of exact search's top-{TUNE_K} (exact search over the shards: once per index)")
+            found = choose_search(self.index, self._blocks, self.vectors, target=s.recall_target, seed=s.seed)
+            if found is not None:
+                write_atomic(sidecar, json.dumps(found.to_json(), indent=1))
+        if found is not None:
+            say(found.describe())
+        given = {k: v for k, v in (("nprobe", s.nprobe), ("efSearch", s.ef_search)) if v is not None}
+        if found is not None and (given or s.rerank is not None):
+            value = given.get(found.param, found.value)
+            rerank = found.rerank if s.rerank is None else s.rerank
+            share = found.share_at(value, rerank)
+            measured = f"measured {share:.3f}" if share is not None else "not measured at build time"
+            say(f"search: {found.param} {value}, re-rank {rerank} as given ({measured} of exact search's "
+                f"top-{TUNE_K}; the plan's {found.param} {found.value}, re-rank {found.rerank} found {found.share:.3f})")
+        lists = self.index.nlist
+        if s.nprobe is not None and lists > 1 and s.nprobe * 16 <= lists:
+            say(f"warning: --nprobe {s.nprobe} searches {s.nprobe} of {lists:,} inverted lists; FAISS's "
+                "guidelines and the search plan above say how much of the top-20 that loses")
+        return found
 
     def vectors(self, rows: np.ndarray) -> np.ndarray:
         """Full vectors of ``rows`` as float32, read from the shards all at once (exact re-ranking)."""
@@ -222,12 +351,46 @@ class DenseEngine:
             self._rows = RowReader([self.shards.path(i) for i in range(self.shards.shards)])
         return self._rows.read(rows)
 
+    def search_params(self) -> dict[str, Any]:
+        """What ``RowIndex.search`` is given: the search plan's parameters, each overridden by a setting given."""
+        s = self.settings
+        params: dict[str, Any] = self.search_plan.params() if self.search_plan is not None else {}
+        params.update({k: v for k, v in (("nprobe", s.nprobe), ("ef_search", s.ef_search), ("rerank", s.rerank))
+                       if v is not None})
+        return params
+
     def search_rows(self, queries: Sequence[str], k: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
         qvecs = np.asarray(self.retriever.encoder.encode_queries(list(queries)), dtype=np.float32)
-        s = self.settings
-        scores, rows = self.index.search(qvecs, k, nprobe=s.nprobe, ef_search=s.ef_search, rerank=s.rerank,
-                                         vectors=self.vectors if s.rerank else None)
+        params = self.search_params()
+        scores, rows = self.index.search(qvecs, k, vectors=self.vectors if params.get("rerank") else None, **params)
         return [r for r in scores], [r for r in rows]
+
+
+def parse_duration(text: str | float, what: str) -> float:
+    """``2h``, ``30m``, ``90s``, ``1.5d`` or a number of seconds, as seconds; a one-line error otherwise."""
+    if isinstance(text, (int, float)):
+        return float(text)
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([smhd]?)\s*", str(text).lower())
+    if not m:
+        raise UserError(f"{what} {text!r}: give a duration like 2h, 30m, 90s or 1.5d")
+    return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[m.group(2)]
+
+
+def duration(seconds: float) -> str:
+    """``seconds`` in the largest unit that keeps it readable (``40.1 days``, ``5.8 h``, ``12 min``, ``9 s``)."""
+    for unit, size in (("days", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= 2 * size:
+            return f"{seconds / size:.1f} {unit}"
+    return f"{seconds:.0f} s"
+
+
+def _device() -> str:
+    import os
+
+    from indexes.vector import torch_gpu_device
+
+    gpu = torch_gpu_device(load=False)
+    return f"on {gpu}" if gpu else f"CPU, {os.cpu_count()} cores"
 
 
 def _slug(string: str) -> str:
@@ -235,8 +398,6 @@ def _slug(string: str) -> str:
 
 
 def _free_share() -> int:
-    from indexes.factory import available_memory
-
     return int(available_memory() * 0.8)
 
 
@@ -245,5 +406,5 @@ def corpus_folder(root: Path, store: PassageStore, what: str) -> Path:
     return Path(root) / store.path.stem / re.sub(r"[^A-Za-z0-9._-]+", "_", what).strip("._-")
 
 
-__all__ = ["BM25Engine", "CorpusSearch", "DenseEngine", "DenseIndexSettings", "RowEngine", "corpus_folder",
+__all__ = ["BM25Engine", "CorpusSearch", "DenseEngine", "DenseIndexSettings", "EncodePlan", "duration", "parse_duration", "RowEngine", "corpus_folder",
            "store_texts"]

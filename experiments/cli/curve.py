@@ -77,10 +77,12 @@ def curve(
     workers: Optional[int] = typer.Option(None, "--workers", help="Ray encoder actors (default: one per GPU, else the cluster's CPUs)."),
     corpus: Optional[str] = typer.Option(None, "--corpus", help="Retrieve from this passage corpus instead of the file's own passages: a data name (wikipedia-dpr-100w) or a .tsv[.gz] or .parquet file (id, text[, title]), searched from disk."),
     index: Optional[str] = typer.Option(None, "--index", help="With --corpus and a dense retriever: a FAISS index_factory string, flat, hnsw, ivf or auto."),
-    nprobe: Optional[int] = typer.Option(None, "--nprobe", help="Inverted lists searched per query (IVF indexes)."),
+    nprobe: Optional[int] = typer.Option(None, "--nprobe", help="Inverted lists searched per query (IVF indexes); default: the index's search plan, chosen when it is built to find 0.95 of exact search's top-20 (recall_target)."),
     ef_search: Optional[int] = typer.Option(None, "--ef-search", help="HNSW's efSearch."),
-    rerank: Optional[int] = typer.Option(None, "--rerank", help="Re-score this many candidates exactly against the full vectors."),
+    rerank: Optional[int] = typer.Option(None, "--rerank", help="Re-score this many candidates exactly against the full vectors; default: the search plan's."),
     max_index_memory: Optional[str] = typer.Option(None, "--max-index-memory", help="Refuse an index whose build needs more (e.g. 8GB), naming a string that fits."),
+    max_encode_time: Optional[str] = typer.Option(None, "--max-encode-time", help="Refuse, after timing the encoder on a first batch and before encoding the rest, when encoding the corpus is projected to take longer, e.g. 2h."),
+    corpus_quoting: Optional[str] = typer.Option(None, "--corpus-quoting", help="A .tsv corpus's fields: csv (the default; DPR's format) or none (plain tab-separated lines, a quote is just a character)."),
     shard_dtype: Optional[str] = typer.Option(None, "--shard-dtype", help="float32 (default) or float16: the embedding shards on disk (float16 halves them: 32 GB for Wikipedia at 768-d)."),
 ) -> None:
     """Index the file's passages once, give every question its top-k, and chart recall@k against accuracy@k."""
@@ -109,7 +111,8 @@ def curve(
             raise UserError(f"--ks must be positive, got {ks}")
         section = with_index_options(retriever_spec(retriever, retriever_param), corpus, index=index, nprobe=nprobe,
                                      ef_search=ef_search, rerank=rerank, max_index_memory=max_index_memory,
-                                     shard_dtype=shard_dtype)
+                                     shard_dtype=shard_dtype, corpus_quoting=corpus_quoting,
+                                     max_encode_time=max_encode_time)
         cfg = parse_config(curve_config(data_path(litm), section, reader or ["smollm2"], k_list, limit, query_aware,
                                         max_new_tokens, margin, corpus), "ctxcomp curve options")
     plan = curve_shard_plan(cfg, out, executor, ray_address, workers, shards, shard_size)

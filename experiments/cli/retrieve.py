@@ -83,10 +83,12 @@ def retrieve(
     workers: Optional[int] = typer.Option(None, "--workers", help="Ray encoder actors (default: one per GPU, else the cluster's CPUs)."),
     corpus_name: Optional[str] = typer.Option(None, "--corpus", help="A passage corpus searched from disk: a data name (wikipedia-dpr-100w) or a .tsv[.gz], .jsonl[.gz] or .parquet file (id, text[, title]); the queries come from --litm or QUERIES."),
     index: Optional[str] = typer.Option(None, "--index", help="With --corpus and a dense retriever: a FAISS index_factory string ('IVF4096,SQ8', 'OPQ64,IVF16384,PQ64'), flat, hnsw, ivf or auto."),
-    nprobe: Optional[int] = typer.Option(None, "--nprobe", help="Inverted lists searched per query (IVF indexes)."),
+    nprobe: Optional[int] = typer.Option(None, "--nprobe", help="Inverted lists searched per query (IVF indexes); default: the index's search plan, chosen when it is built to find 0.95 of exact search's top-20 (recall_target)."),
     ef_search: Optional[int] = typer.Option(None, "--ef-search", help="HNSW's efSearch."),
-    rerank: Optional[int] = typer.Option(None, "--rerank", help="Re-score this many candidates exactly against the full vectors (memory-mapped shards)."),
+    rerank: Optional[int] = typer.Option(None, "--rerank", help="Re-score this many candidates exactly against the full vectors (memory-mapped shards); default: the search plan's."),
     max_index_memory: Optional[str] = typer.Option(None, "--max-index-memory", help="Refuse (naming a string that fits) an index whose build needs more, e.g. 8GB; `--index auto` picks within it."),
+    max_encode_time: Optional[str] = typer.Option(None, "--max-encode-time", help="Refuse, after timing the encoder on a first batch and before encoding the rest, when encoding the corpus is projected to take longer, e.g. 2h, 30m, 1.5d."),
+    corpus_quoting: Optional[str] = typer.Option(None, "--corpus-quoting", help="A .tsv corpus's fields: csv (the default; DPR's format: a field holding a quote is csv-quoted) or none (plain tab-separated lines, a quote is just a character)."),
     shard_dtype: Optional[str] = typer.Option(None, "--shard-dtype", help="float32 (default) or float16: the embedding shards on disk (float16 halves them: 32 GB for Wikipedia at 768-d)."),
 ) -> None:
     """Retrieve the top-k passages per query and report answer recall."""
@@ -114,11 +116,12 @@ def retrieve(
     spec = retriever_spec(retriever, retriever_param)
     plan = shard_plan(executor, ray_address, workers, shards, shard_size, default_shard_root(), [spec])
     index_options = {"index": index, "nprobe": nprobe, "ef_search": ef_search, "rerank": rerank,
-                     "max_index_memory": max_index_memory, "shard_dtype": shard_dtype}
+                     "max_index_memory": max_index_memory, "max_encode_time": max_encode_time,
+                     "shard_dtype": shard_dtype}
     big = corpus_on_disk(corpus_name, corpus, queries, litm, index_options)
     if big is not None:
         qs = litm_questions(data_path(litm), limit) if litm is not None else load_queries(big[1], limit)
-        engine = open_corpus_search(big[0], spec, index=index_options,
+        engine = open_corpus_search(big[0], spec, index=index_options, quoting=corpus_quoting,
                                     pool_for=plan.encoder_pool if plan is not None else None)
     elif litm is not None:
         if corpus is not None or queries is not None:

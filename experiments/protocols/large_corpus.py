@@ -22,7 +22,8 @@ from core.registry import ComponentSpec
 from indexes.types import Passage
 
 # the keys of a dense retriever's params that describe its corpus index, not the retriever itself
-INDEX_KEYS = ("index", "nprobe", "ef_search", "rerank", "max_index_memory", "train_size", "seed", "shard_dtype")
+INDEX_KEYS = ("index", "nprobe", "ef_search", "rerank", "max_index_memory", "max_encode_time", "recall_target",
+              "train_size", "seed", "shard_dtype")
 
 
 def is_corpus_file(value: str | Path) -> bool:
@@ -48,21 +49,25 @@ def _say(line: str) -> None:
 
 def open_corpus_search(corpus: str | Path, retriever: Any, *, index: dict | None = None, root: Path | None = None,
                        progress: bool = True, pool_for: Callable[[ComponentSpec], Any] | None = None,
-                       say: Callable[[str], None] = _say):
+                       say: Callable[[str], None] = _say, quoting: str | None = None):
     """A ``retrievers.corpus.CorpusSearch`` of ``retriever`` (a section or name) over ``corpus``.
 
     ``index``: settings for a dense index (``index``, ``nprobe``, ``ef_search``, ``rerank``,
     ``max_index_memory``, ``train_size``, ``seed``, ``shard_dtype``) over those in the retriever's params.  ``pool_for(section)``:
-    a factory of the encoder pool (Ray) for the retriever's own section, or None to encode here.
+    a factory of the encoder pool (Ray) for the retriever's own section, or None to encode here.  ``quoting``:
+    a TSV corpus's (``corpus_stream.iter_corpus``), over the ``corpus_quoting`` of the retriever's params (where
+    a config or ``ctxcomp curve`` puts it).
     """
     from experiments.protocols.corpus_stream import open_corpus
     from retrievers.corpus import BM25Engine, CorpusSearch, DenseEngine, DenseIndexSettings, corpus_folder
     from retrievers.shards import dense_retriever
 
-    store = open_corpus(corpus, progress=progress, say=say)
     spec = ComponentSpec.parse(retriever, "retriever")
-    root = Path(root) if root is not None else cache_root() / "corpora"
     params = dict(spec.params)
+    quoting = quoting or params.pop("corpus_quoting", None) or "csv"
+    params.pop("corpus_quoting", None)
+    store = open_corpus(corpus, progress=progress, say=say, quoting=quoting)
+    root = Path(root) if root is not None else cache_root() / "corpora"
     given = {k: params.pop(k) for k in INDEX_KEYS if k in params}
     if "index_kind" in params and "index" not in given:
         given["index"] = params.pop("index_kind")

@@ -158,3 +158,52 @@ def test_a_full_disk_while_saving_is_one_line_naming_the_file_and_the_space_need
     msg = str(err.value)
     assert "\n" not in msg and "the disk is full" in msg and "the index needs about 31.2 KB" in msg
     assert list(tmp_path.iterdir()) == []  # no partial file left under any name
+
+
+def _clustered(n, d, seed=0):
+    """Vectors around 40 centres: an inverted file's lists mean something, as with real embeddings."""
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((40, d))
+    x = (centres[rng.integers(0, 40, n)] + 0.6 * rng.standard_normal((n, d))).astype(np.float32)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def test_an_ivf_index_searched_with_no_nprobe_is_refused_not_searched_in_one_list():
+    x = _clustered(4000, 32)
+    index = RowIndex.build("IVF64,Flat", 32, len(x), lambda: [x])
+    with pytest.raises(UserError, match=r"'IVF64,Flat' searched with no nprobe would search 1 of its 64 lists"):
+        index.search(x[:3], 5)
+    assert index.search(x[:3], 5, nprobe=64)[1].shape == (3, 5)
+
+
+@pytest.mark.parametrize("string", ["IVF64,Flat", "IVF64,PQ8", "HNSW8,Flat"])
+def test_the_search_plan_is_the_cheapest_setting_reaching_the_target_on_the_corpus_own_vectors(string):
+    from indexes.factory import choose_search, exact_top, overlap
+
+    x = _clustered(4000, 32)
+
+    def blocks():
+        return (x[i: i + 700] for i in range(0, len(x), 700))
+
+    index = RowIndex.build(string, 32, len(x), blocks)
+    found = choose_search(index, blocks, lambda rows: x[rows], target=0.95, queries=200, seed=3)
+    assert found.reached and found.share >= 0.95 and found.queries == 200
+    # the plan's share, measured again here: the query rows' own neighbours, each query's own row left out
+    rows = np.sort(np.random.default_rng(3).choice(len(x), 200, replace=False))
+    truth = exact_top(x[rows], blocks(), 21)
+    truth = np.array([t[t != r][:20] for t, r in zip(truth, rows)])
+    _, got = index.search(x[rows], 21, vectors=lambda r: x[r], **found.params())
+    got = np.array([g[g != r][:20] for g, r in zip(got, rows)])
+    assert overlap(got, truth) == pytest.approx(found.share)
+    cheaper = [s for v, r, s in found.curve if (r, v) < (found.rerank, found.value)]
+    assert all(s < 0.95 for s in cheaper)  # every cheaper setting tried fell short
+    if "PQ" in string:  # 8-byte codes cannot reach it alone: the plan re-ranks exactly
+        assert found.rerank > 0 and found.share_at(found.value, 0) is None or found.share_at(found.value, 0) < 0.95
+
+
+def test_exact_top_streams_blocks_to_flat_search_answers():
+    from indexes.factory import exact_top
+
+    x = _clustered(3000, 16)
+    want = RowIndex.build("Flat", 16, len(x), lambda: [x]).search(x[:50], 20)[1]
+    np.testing.assert_array_equal(exact_top(x[:50], (x[i: i + 333] for i in range(0, 3000, 333)), 20), want)

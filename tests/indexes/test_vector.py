@@ -190,3 +190,14 @@ def test_an_index_searching_with_torch_gives_faiss_hits_and_saves_as_faiss(data,
     assert_top_k_up_to_ties(np.take_along_axis(truth, rows, 1), best_k(truth, 10), bound.max(axis=1))
     on_torch.save(tmp_path / "idx")
     assert FaissIndex.load(tmp_path / "idx", device="cpu").search(queries, 10) == want
+
+
+def test_an_ivf_index_takes_the_one_nlist_rule_and_nprobe_1_of_many_lists_is_warned():
+    from indexes.factory import default_nlist
+
+    x = np.random.default_rng(0).standard_normal((5000, 8)).astype(np.float32)
+    index = FaissIndex(8, "ivf", device="cpu")
+    index.add([str(i) for i in range(len(x))], x)
+    assert index.nlist == default_nlist(5000) == 128 and index.nprobe == 16
+    with pytest.warns(UserWarning, match="nprobe=1 of its 128 lists"):
+        FaissIndex(8, "ivf", nprobe=1, device="cpu").add([str(i) for i in range(len(x))], x)

@@ -275,3 +275,51 @@ def test_a_vector_beyond_float16_is_refused_not_stored_as_infinity(tmp_path):
     with pytest.raises(UserError, match=r"shard 0: a vector does not fit float16 .*shard_dtype float32"):
         shards.write(0, np.array([[1.0, 7e4], [0.0, 1.0]], dtype=np.float32))
     assert shards.missing() == [0]
+
+
+def test_an_ivf_index_with_no_search_flags_uses_its_search_plan_recorded_beside_it(store, tmp_path):
+    said: list[str] = []
+    engine = _dense(store, tmp_path / "d", said, index="IVF32,PQ8")
+    plan = engine.search_plan
+    assert plan.reached and plan.share >= 0.95 and plan.rerank > 0  # 8-byte codes need the exact re-ranking
+    assert engine.search_params() == {"nprobe": plan.value, "rerank": plan.rerank}
+    assert any(line.startswith(f"search plan for 'IVF32,PQ8': nprobe {plan.value}, re-rank {plan.rerank} finds")
+               for line in said)
+    assert (tmp_path / "d" / "index-IVF32_PQ8.search.json").is_file()
+    again: list[str] = []
+    reloaded = _dense(store, tmp_path / "d", again, index="IVF32,PQ8", nprobe=1)
+    assert not any(line.startswith("choosing search parameters") for line in again)  # chosen once, reused
+    assert reloaded.search_params() == {"nprobe": 1, "rerank": plan.rerank}
+    one = [line for line in again if line.startswith("search: nprobe 1,")]
+    assert one and "measured" in one[0] and any("warning: --nprobe 1 searches 1 of 32 inverted lists" in line
+                                                 for line in again)
+
+
+def test_the_memory_plan_refuses_before_any_passage_is_encoded_and_an_index_file_too_big_is_refused(store,
+                                                                                                   tmp_path):
+    encoded: list[int] = []
+
+    class Counting(Hashed):
+        def encode_documents(self, texts):
+            encoded.append(len(texts))
+            return super().encode_documents(texts)
+
+    retriever = DenseRetriever(Counting(), use_cache=False)
+    with pytest.raises(UserError, match=r"index 'Flat' over 3,000 x 48 needs 562.5 KB .* --max-index-memory"):
+        DenseEngine(retriever, store, tmp_path / "m", DenseIndexSettings(index="flat", max_memory=100_000),
+                    shard_size=1000, say=lambda _line: None)
+    assert sum(encoded) <= 2 + 64 and not list((tmp_path / "m").glob("shard-*"))  # the first batch, timed
+    _dense(store, tmp_path / "m", [], index="flat")
+    with pytest.raises(UserError, match=r"the index .*index-Flat.faiss is 562.5 KB, over --max-index-memory "
+                                        r"\(97.7 KB\); raise it"):
+        _dense(store, tmp_path / "m", [], index="flat", max_memory=100_000)
+
+
+def test_the_time_plan_is_printed_from_the_first_batch_and_a_budget_refuses_before_encoding(store, tmp_path):
+    said: list[str] = []
+    _dense(store, tmp_path / "t", said, index="flat")
+    plan = [line for line in said if line.startswith("time plan: 3,000 passages to encode at ")]
+    assert plan and "measured on 64 passages here" in plan[0] and "--executor ray" in plan[0]
+    with pytest.raises(UserError, match=r"encoding 3,000 passages would take about .* over --max-encode-time 0 s"):
+        _dense(store, tmp_path / "t2", [], index="flat", max_encode_time=1e-9)
+    assert not list((tmp_path / "t2").glob("shard-*"))

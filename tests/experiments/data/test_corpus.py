@@ -143,3 +143,71 @@ def test_wikipedia_is_fetched_by_name_and_opened_as_a_store(tmp_path, monkeypatc
     again = []
     open_corpus("wikipedia-dpr-100w", progress=False, say=again.append)
     assert "already built" in again[0]
+
+
+def _plain_tsv(rows) -> bytes:
+    """Tab-separated lines with no csv quoting: a text may start with a quote it never closes."""
+    return ("id\ttext\ttitle\n" + "".join(f"{i}\t{t}\t{ti}\n" for i, t, ti in rows)).encode()
+
+
+PLAIN = [(str(i + 1), f'"quoted start {i}" then more words' if i % 100 == 7 else f"passage {i}", f"T{i}")
+         for i in range(1000)]
+
+
+def test_an_unquoted_file_is_refused_at_its_line_in_csv_mode_and_read_exactly_as_plain_lines(tmp_path):
+    path = tmp_path / "plain.tsv"
+    path.write_bytes(_plain_tsv(PLAIN))
+    with pytest.raises(DataError, match=r"plain\.tsv:9: not csv-quoted.*--corpus-quoting none") as err:
+        list(iter_corpus(path))
+    assert len(str(err.value)) < 400  # an excerpt, not the line
+    assert list(iter_corpus(path, quoting="none")) == PLAIN
+    lines = []
+    store = open_corpus(path, store=tmp_path / "s.sqlite", progress=False, say=lines.append, quoting="none")
+    assert len(store) == 1000 and "1,000 passages from 1,000 data lines" in lines[0]
+    assert store.get([8])[0].text == PLAIN[8][1]
+
+
+def test_ids_are_unique_and_not_blank_and_a_duplicate_names_both_lines(tmp_path):
+    dup = tmp_path / "dup.tsv"
+    dup.write_bytes(_tsv(ROWS[:5] + [("3", "again", "T")] + ROWS[5:10]))
+    with pytest.raises(DataError, match=r"dup\.tsv:7: field 'id': '3' is a duplicate of line 4"):
+        list(iter_corpus(dup))
+    jsonl = tmp_path / "dup.jsonl"
+    jsonl.write_text("".join(json.dumps({"id": i, "text": "x"}) + "\n" for i in [1, 2, 1]))
+    with pytest.raises(DataError, match=r"dup\.jsonl:3: field 'id': '1' is a duplicate of line 1"):
+        list(iter_corpus(jsonl))
+    for bad, problem in (("", "is empty"), (" 7", "surrounding whitespace")):
+        path = tmp_path / "ids.tsv"
+        path.write_bytes(_tsv(ROWS[:2] + [(bad, "text", "T")]))
+        with pytest.raises(DataError, match=rf"ids\.tsv:4: field 'id': .*{problem}.*unique in the corpus"):
+            list(iter_corpus(path))
+    words = tmp_path / "words.tsv"  # ids need not be integers
+    words.write_bytes(_tsv([("doc-a", "x", "T"), ("doc-b", "y", "T")]))
+    assert [r[0] for r in iter_corpus(words)] == ["doc-a", "doc-b"]
+
+
+def test_bad_utf8_names_the_line_and_the_file_offset_and_a_bad_header_is_quoted_short(tmp_path):
+    head = _tsv(ROWS[:500])
+    path = tmp_path / "u.tsv"
+    path.write_bytes(head + b"501\tbad \xff byte\tT\n")
+    with pytest.raises(DataError, match=rf"u\.tsv:502: not valid UTF-8 .* at byte {len(head) + 8:,} of the file"):
+        list(iter_corpus(path))
+    wide = tmp_path / "wide.tsv"
+    wide.write_bytes(("1\t" + "word " * 140 + "\tTitle\n").encode())
+    with pytest.raises(DataError) as err:
+        list(iter_corpus(wide))
+    assert "wide.tsv:1: field 'id': missing column" in str(err.value) and len(str(err.value)) < 300
+
+
+def test_a_csv_quoted_newline_is_one_passage_and_the_count_says_so(tmp_path):
+    rows = ROWS[:3] + [("4", 'two\nlines, "quoted"', "T")] + ROWS[4:6]
+    path = tmp_path / "nl.tsv"
+    path.write_bytes(_tsv(rows))
+    assert list(iter_corpus(path)) == rows
+    lines = []
+    open_corpus(path, store=tmp_path / "s.sqlite", progress=False, say=lines.append)
+    assert "6 passages from 7 data lines (1 more lines: csv-quoted newlines)" in lines[0]
+    unclosed = tmp_path / "unclosed.tsv"  # no closing quote: never joined to the lines after it
+    unclosed.write_bytes(_plain_tsv([("1", "a", "T"), ("2", '"never closed', "T")] + PLAIN[2:40]))
+    with pytest.raises(DataError, match=r"unclosed\.tsv:3: not csv-quoted .*read across \d+ lines"):
+        list(iter_corpus(unclosed))
