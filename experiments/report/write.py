@@ -19,7 +19,13 @@ from experiments.report.cells import Cell, RunData, load_run
 from experiments.report.curve import curve_table, write_curve
 from experiments.report.judged import judged_cells, judged_table
 from experiments.report.lengths import length_items, length_label
-from experiments.report.plots import plot_delta_forest, plot_length_buckets, plot_position, plot_score_by_length
+from experiments.report.plots import (
+    arm_styles,
+    plot_delta_forest,
+    plot_length_buckets,
+    plot_position,
+    plot_score_by_length,
+)
 from experiments.report.stats import mean_interval
 from experiments.report.summary import (
     Analysis,
@@ -250,7 +256,8 @@ def _plot_lengths(out: Path, data: RunData, items: Mapping[tuple[str, str], Mapp
         stats = [mean_interval(list(buckets[k].values())) for k in keys]
         series[c.reader][c.task][c.compressor] = ([length_label(k) for k in keys], [s.mean for s in stats],
                                                   [s.lo for s in stats], [s.hi for s in stats])
-    return plot_score_by_length(series, out / "score_by_length.png") if series else []
+    styles = arm_styles((c.compressor, c.compressor_kind or c.compressor) for c in data.cells)
+    return plot_score_by_length(series, out / "score_by_length.png", styles=styles) if series else []
 
 
 def _write_plots(run_dir: Path, cells: Sequence[Cell], data: RunData | None = None) -> list[Path]:
@@ -265,7 +272,8 @@ def _write_plots(run_dir: Path, cells: Sequence[Cell], data: RunData | None = No
             if c.delta_ci95 is not None:
                 intervals[c.reader][c.compressor][c.task] = (c.delta_ci95[0], c.delta_ci95[1])
     if deltas:
-        paths += plot_delta_forest(deltas, out / "delta_vs_full.png", intervals)
+        paths += plot_delta_forest(deltas, out / "delta_vs_full.png", intervals,
+                                   styles=arm_styles((c.compressor, c.compressor_kind or c.compressor) for c in cells))
     items = length_items(data.cells, data.predictions) if data is not None else {}
     paths += _plot_lengths(out, data, items) if data is not None else []
     # tasks with lengths of their own (RULER, LongBench v2) are drawn above with intervals; the rest by bucket
@@ -273,7 +281,8 @@ def _write_plots(run_dir: Path, cells: Sequence[Cell], data: RunData | None = No
     buckets = {f"{c.reader} | {c.compressor} | {c.task}": c.buckets for c in cells
                if len(c.buckets) > 1 and c.task not in own_lengths}
     if buckets:
-        paths += plot_length_buckets(buckets, out / "length_buckets.png")
+        styles = arm_styles((f"{c.reader} | {c.compressor} | {c.task}", c.compressor_kind or c.compressor) for c in cells)
+        paths += plot_length_buckets(buckets, out / "length_buckets.png", styles=styles)
     for task in dict.fromkeys(c.task for c in cells):
         series = {f"{c.reader} | {c.compressor}": c for c in cells if c.task == task and c.by_position}
         numeric = {
@@ -285,9 +294,10 @@ def _write_plots(run_dir: Path, cells: Sequence[Cell], data: RunData | None = No
             oracle = {label: c.by_position["oracle"] / 100 for label, c in series.items() if "oracle" in c.by_position}
             cis = {label: {int(k): (lo / 100, hi / 100) for k, (lo, hi) in c.by_position_ci.items() if k.lstrip("-").isdigit()}
                    for label, c in series.items()}
+            styles = arm_styles((f"{c.reader} | {c.compressor}", c.compressor_kind or c.compressor) for c in cells if c.task == task)
             paths += plot_position(numeric, out / f"position_{safe_name(task)}.png", closed_book=closed or None,
-                                         oracle=oracle or None, intervals=cis,
-                                         title=f"{task}: accuracy by gold (or key) position")
+                                   oracle=oracle or None, intervals=cis, styles=styles,
+                                   title=f"{task}: accuracy by gold (or key) position")
     return [Path(p) for p in paths]
 
 

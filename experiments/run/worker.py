@@ -267,7 +267,9 @@ class Worker:
         ))
         trace = compressed.trace if first is None else {**compressed.trace, "first_answer": first.text}
         result.traces.append(Trace(**keyed.fields(ex), compressor_identity=compressor.identity,
-                                   kept_chunks=list(compressed.kept_chunks), trace=trace))
+                                   kept_chunks=list(compressed.kept_chunks), trace=trace,
+                                   kept_spans=None if compressed.kept_spans is None
+                                   else [list(span) for span in compressed.kept_spans]))
 
 
 def _tokens_seen(reader: Reader, compressed: CompressedContext, request: GenerationRequest, gen: Generation) -> int | None:
