@@ -44,15 +44,31 @@ def passage_offsets(context: str, passages: Sequence[Passage]) -> list[int | Non
 
 
 def edge_spans(context: str, kept: str, *, head: bool, tail: bool) -> tuple[Span, ...]:
-    """What a truncation kept of ``context``: the longest prefix of ``kept`` that starts the context (``head``)
-    and the longest suffix of the rest that ends it (``tail``); a tokenizer whose round trip is not verbatim
-    loses only the characters where the two differ."""
-    start = len(os.path.commonprefix([context, kept])) if head else 0
-    end = 0
-    if tail:
-        rest_context, rest_kept = context[start:], kept[start:]
-        end = len(os.path.commonprefix([rest_context[::-1], rest_kept[::-1]]))
-    return normalized([(0, start), (len(context) - end, len(context))])
+    """What a truncation kept of ``context``: a prefix of it (``head``), a suffix (``tail``), or both joined.
+
+    The kept text is split where its first part starts the context and the rest ends it; where several
+    splits fit (``w9 w190`` after ``w9 w10``), the first that falls between words on both sides is taken.
+    A tokenizer whose round trip is not verbatim loses only the characters where the two differ."""
+    prefix = len(os.path.commonprefix([context, kept])) if head else 0
+    suffix = len(os.path.commonprefix([context[::-1], kept[::-1]])) if tail else 0
+    if not tail:
+        return normalized([(0, prefix)])
+    if not head:
+        return normalized([(len(context) - suffix, len(context))])
+    lo, hi = max(0, len(kept) - suffix), min(prefix, len(kept))
+
+    def between_words(k: int) -> bool:
+        start = len(context) - (len(kept) - k)
+        ends = k >= len(context) or context[k].isspace() or (k > 0 and kept[k - 1].isspace())
+        starts = start in (0, len(context)) or context[start - 1].isspace() or context[start].isspace()
+        return ends and starts
+
+    if lo > hi:  # not a verbatim prefix and suffix: what matches at each end
+        split = prefix
+        rest = len(os.path.commonprefix([context[split:][::-1], kept[split:][::-1]]))
+        return normalized([(0, split), (len(context) - rest, len(context))])
+    split = next((k for k in range(lo, hi + 1) if between_words(k)), hi)
+    return normalized([(0, split), (len(context) - (len(kept) - split), len(context))])
 
 
 def word_spans(context: str, kept_text: str) -> tuple[Span, ...]:

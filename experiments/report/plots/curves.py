@@ -118,8 +118,9 @@ def plot_tradeoff(panels: Sequence[Any], path: str | Path, *, title: str = "", m
                 lo, hi = panel.full["band"]
                 ax.axhspan(lo, hi, facecolor="none", hatch="////", edgecolor="0.7", linewidth=0, zorder=0)
                 ax.axhline(panel.full["y"], color="black", linewidth=0.8, linestyle=":", zorder=1)
-                entries["full"] = ax.plot([panel.full["x"]], [panel.full["y"]], "*", color="black", markersize=7,
-                                          zorder=3)[0]
+                colour, marker = compressor_style(panel.full["kind"])
+                entries[panel.full["line"]] = ax.plot([panel.full["x"]], [panel.full["y"]], marker, color=colour,
+                                                      markersize=7, zorder=3)[0]
                 if margin is not None:
                     ax.axhline(panel.full["y"] - margin, color="0.35", linewidth=0.8, linestyle=(0, (5, 3)), zorder=1)
                 if panel.full.get("frontier"):
