@@ -1,4 +1,5 @@
-"""Write a run's report: scores.json/.csv, report.md, tables/*.csv, plots/*, and curve files for open-domain tasks.
+"""Write a run's report: scores.json/.csv, report.md, tables/*.csv (and each as LaTeX, tables/*.tex), plots/*, and
+curve files for open-domain tasks.
 
 What the report says is computed in ``experiments.report.summary`` (the tables by name, the summary's lines); here
 it becomes files."""
@@ -34,7 +35,7 @@ from experiments.report.summary import (
     report_tables,
     summary_lines,
 )
-from experiments.report.tables import csv_text, markdown_cell, markdown_table
+from experiments.report.tables import csv_text, latex_table, markdown_cell, markdown_table
 from experiments.report.tradeoff.frontier import write_tradeoff_plots
 
 
@@ -106,7 +107,7 @@ def _contrast(text: str, labels: Sequence[str]) -> dict[str, str]:
 
 
 def write_report(run: str | Path | RunData, *, plots: bool = True) -> tuple[str, list[Path]]:
-    """Write scores.json/.csv, report.md, tables/*.csv and plots/*; return the markdown and the plot paths.
+    """Write scores.json/.csv, report.md, tables/*.csv and *.tex and plots/*; return the markdown and the plot paths.
 
     ``run``: a run directory, or its records already loaded (``load_run``, perhaps ``with_analysis``), so a
     command computes cells once."""
@@ -116,8 +117,10 @@ def write_report(run: str | Path | RunData, *, plots: bool = True) -> tuple[str,
     analysis = report_tables(data)
     (run_dir / "tables").mkdir(exist_ok=True)
     for name, (header, body) in analysis.tables.items():
-        if body:
+        if body:  # the CSV for analysis, the same rows as LaTeX for a paper
             write_atomic(run_dir / "tables" / f"{name}.csv", csv_text(header, body))
+            write_atomic(run_dir / "tables" / f"{name}.tex", latex_table(header, body, caption=TITLES.get(name, name),
+                                                                         label=name))
     curve_paths = write_curve(analysis.curve, analysis.saturation, run_dir, plots=plots) if analysis.curve else []
     plot_paths = _write_plots(run_dir, cells, data) if plots else []
     if plots:
@@ -215,7 +218,8 @@ def render_markdown(data: RunData, analysis: Analysis, plot_paths: Sequence[Path
     run_dir = data.run_dir
     summary = [f"- **{topic}**: {markdown_cell(text)}" for topic, text in summary_lines(data, analysis)]
     parts = [f"# Report: {run_dir.name}", "", "## Summary", "", *summary, "",
-             "Detailed tables follow; `tables/*.csv` holds each of them."]
+             "Detailed tables follow; `tables/*.csv` holds each of them, and `tables/*.tex` the same rows as LaTeX "
+             "(booktabs)."]
     tables, contrast_notes, curve = analysis.tables, analysis.contrast_notes, analysis.curve
     for name, (header, body) in tables.items():
         notes = list(contrast_notes) if name == "contrasts" else []
