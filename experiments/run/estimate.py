@@ -3,10 +3,10 @@
 Per (task, grid point): the reader calls, the summarizer calls and the prompt tokens, each said to be
 **exact** (a compressor whose code calls no model, ``calls_model = False``, runs here on every pending
 example with the reader's own tokenizer, read from its files: ``readers.sizing``; each prompt is built and
-counted as the run builds it) or a **bound** (a model decides what is kept: a dense retriever is stood in
-for by one that ranks the longest units first; summaries are at most ``max_new_tokens`` per chunk, one
-summarizer call per distinct chunk; LongLLMLingua keeps at most the whole context; a budget the compressor
-guarantees caps each).  Tokens are the reader's when its tokenizer is on this machine, else LongBench words
+counted as the run builds it) or what the compressor says it keeps without its model (``Compressor.sizing``:
+exact where it can count it, else a **bound**: retrieval's longest units, summaries at most ``max_new_tokens``
+per chunk with one summarizer call per distinct chunk, by default the whole context; a budget the compressor
+guarantees caps each).  Nothing here knows a compressor by its name or reads its attributes.  Tokens are the reader's when its tokenizer is on this machine, else LongBench words
 (the basis says which).  The generation cache is not asked (that needs each reader's model):
 ``--dry-run=exact`` (``experiments.run.plan.dry_run``) does that.  Each (reader, task) whose window cuts
 the full context of an example gets one warning line, worded as the report's.
