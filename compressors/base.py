@@ -120,6 +120,26 @@ class CompressedContext:
         return self.budget is not None and self.tokens_out > self.budget
 
 
+@dataclass(frozen=True)
+class Sizing:
+    """What a dry run may know of one example's compression without calling a model (``Compressor.sizing``).
+
+    ``tokens``: the context tokens the compressor keeps of the example, exactly (``exact``) or at most;
+    ``why``: how a bound was had, for the dry run's basis column; ``model_calls``: a key per distinct model
+    call the compressor would make (a summarizer's chunk and focus), which the dry run counts once across a grid.
+    """
+
+    tokens: int
+    exact: bool
+    why: str = ""
+    model_calls: frozenset[Any] = frozenset()
+
+
+# the plots' colours for compressors whose class names none, picked by the class's import path so that a line
+# keeps its colour in every run and figure (matplotlib's tab10 without the ones built-ins use)
+PALETTE = ("#17becf", "#bcbd22", "#e377c2", "#8c564b", "#ff7f0e", "#9edae5", "#aec7e8", "#98df8a")
+
+
 class CompressionError(ExampleFailure):
     """A compressor could not produce a context for one example (a summarizer that failed or wrote
     nothing usable, a budget smaller than any chunk, an example without a query).
@@ -147,12 +167,42 @@ class Compressor(ABC):
     ``calls_model``: False for a compressor whose own code calls no model (the
     sections it nests, a retriever, still may), so a dry run may run it to
     count its prompts exactly; a compressor that does not say is taken to call one.
+    ``sizing`` tells a dry run what it keeps of an example without running a model.
+
+    Style, read by the report's plots from the class (never from a name): ``color`` (None: a palette colour
+    fixed by the class's import path, ``style``) and ``marker`` (matplotlib's).  ``reference``: the arm every
+    other is compared with (the full context); a plugin sets it only for a baseline of that kind.
     """
 
     nested: ClassVar[dict[str, Nested]] = {}
     budget_support: ClassVar[BudgetSupport] = "none"
     calls_model: ClassVar[bool] = True
     replaced_by_budget: ClassVar[tuple[str, ...]] = ()
+    color: ClassVar[str | None] = None
+    marker: ClassVar[str] = "P"
+    reference: ClassVar[bool] = False
+
+    @classmethod
+    def style(cls) -> tuple[str, str]:
+        """(colour, marker) of this compressor's lines in every plot: its own ``color``, else a palette colour
+        fixed by the class's import path (the same in every run, whatever the config calls it)."""
+        if cls.color:
+            return cls.color, cls.marker
+        import zlib
+
+        path = f"{cls.__module__}:{cls.__qualname__}"
+        return PALETTE[zlib.crc32(path.encode()) % len(PALETTE)], cls.marker
+
+    @classmethod
+    def resolved_params(cls, params: Mapping[str, Any]) -> dict[str, Any]:
+        """``params`` with the constructor's defaults filled in, as the report reads a point's settings (which
+        retriever, which order) without knowing the compressor: a subclass whose default is decided inside
+        ``__init__`` (``None`` meaning something) says so here."""
+        import inspect
+
+        defaults = {name: p.default for name, p in inspect.signature(cls).parameters.items()
+                    if p.default is not p.empty and name not in ("tokenizer", "reader")}
+        return {**defaults, **params}
 
     @classmethod
     def check_budget(cls, params: Mapping[str, Any], budgeted: bool, *, what: str = "") -> None:
@@ -211,6 +261,16 @@ class Compressor(ABC):
         """The name of this compressor's line on a budget axis: its label without the settings a budget
         replaces (the runner appends the budget, ``truncate(middle) @512``)."""
         return self.label
+
+    def sizing(self, item: Compressible, budget: int | None = None) -> Sizing:
+        """What a dry run may say of this example's kept context without calling a model: by default an honest
+        upper bound (the whole context, within a budget the compressor guarantees).  A compressor that can
+        count exactly without its model (what it keeps is decided by sizes alone) overrides this with
+        ``exact=True``; the dry run then reports its rows as exact."""
+        context = self.count_tokens(item.context)
+        if budget is not None and self.budget_support == "guaranteed":
+            return Sizing(min(budget, context), False, "at most the whole context, within its budget")
+        return Sizing(context, False, "at most the whole context")
 
     def warm_up(self) -> None:
         """Load what this compressor loads lazily (a model); the runner calls it before timing ``compress``,

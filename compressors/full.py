@@ -12,6 +12,7 @@ class FullContext(Compressor):
     """
 
     calls_model = False
+    color, marker, reference = "black", "*", True
 
     @property
     def label(self) -> str:
@@ -24,4 +25,5 @@ class FullContext(Compressor):
             passages=tuple(item.passages),
             tokens_in=tokens,
             tokens_out=tokens,
+            kept_spans=((0, len(item.context)),) if item.context else (),
         )

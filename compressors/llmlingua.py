@@ -54,6 +54,7 @@ from compressors.llmlingua_rankings import (  # noqa: F401 (the ranking cache's 
     ranking_key,
 )
 from compressors.retrieval import split_context
+from compressors.spans import word_spans
 from core.checks import Nested
 from core.errors import ParamError, UserError
 from core.paths import cache_root
@@ -209,6 +210,7 @@ class LLMLinguaCompressor(Compressor):
 
     nested = {"chunker": Nested(CHUNKERS, injected=("size", "overlap"))}
     budget_support: ClassVar[BudgetSupport] = "best_effort"
+    color, marker = "#d62728", "D"
     replaced_by_budget: ClassVar[tuple[str, ...]] = ("rate", "target_token")
 
     def __init__(
@@ -332,7 +334,8 @@ class LLMLinguaCompressor(Compressor):
             if share >= 1:
                 return CompressedContext(text=item.context, passages=tuple(item.passages), tokens_in=tokens_in,
                                          tokens_out=tokens_in, trace={"kept_text": item.context, "ratio": 1.0,
-                                                                      "within_budget_already": True}, budget=budget)
+                                                                      "within_budget_already": True}, budget=budget,
+                                         kept_spans=((0, len(item.context)),) if item.context else ())
         with self._lock:
             pc = self._prompt_compressor()
             start = time.perf_counter()
@@ -366,4 +369,4 @@ class LLMLinguaCompressor(Compressor):
         work = ModelWork(calls=1, tokens_in=lm_tokens, model_s=elapsed - served + recorded, cached_model_s=recorded,
                          served_s=served)
         return CompressedContext(text=text, tokens_in=tokens_in, tokens_out=tokens_out, trace=trace, budget=budget,
-                                 work=work)
+                                 work=work, kept_spans=word_spans(item.context, text))

@@ -9,6 +9,7 @@ anything is built (``core.checks.check_params``).
 """
 from __future__ import annotations
 
+import functools
 import inspect
 from typing import Any
 
@@ -30,6 +31,24 @@ INJECTED = ("tokenizer", "reader")
 def uses_reader(cls: type) -> bool:
     """Whether a compressor class calls a reader itself (its output then depends on generations)."""
     return "reader" in inspect.signature(cls).parameters
+
+
+@functools.lru_cache(maxsize=256)
+def compressor_class(kind: str) -> type[Compressor] | None:
+    """The class a recorded compressor kind names (a short name or an import path), for what a report reads from
+    the class (style, reference, defaults); None where it cannot be had here (a plugin not importable on this
+    machine, a label recorded before kinds were), so a report of such a run still renders."""
+    try:
+        return COMPRESSORS.get(kind) if kind else None
+    except Exception:  # noqa: BLE001 - a plugin that fails to import: the report goes on without its class
+        return None
+
+
+def is_reference(kind: str) -> bool:
+    """Whether the compressor ``kind`` names is the arm every other is compared with (its class's ``reference``:
+    the full context)."""
+    cls = compressor_class(kind)
+    return bool(cls is not None and cls.reference)
 
 
 def make_compressor(spec: Any, *, tokenizer: Tokenizer | None = None, reader: Reader | None = None,

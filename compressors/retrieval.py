@@ -12,12 +12,22 @@ between chunks, the exact splitter quirks, and BM25 over raw strings
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, ClassVar, Literal
 
 from pydantic import PositiveInt
 
-from compressors.base import BudgetSupport, CompressedContext, Compressible, CompressionError, Compressor, ModelWork
+from compressors.base import (
+    BudgetSupport,
+    CompressedContext,
+    Compressible,
+    CompressionError,
+    Compressor,
+    ModelWork,
+    Sizing,
+)
+from compressors.spans import Span, normalized, passage_offsets
 from core.checks import Nested
 from core.errors import ParamError
 from core.registry import ComponentSpec, SpecLike
@@ -27,6 +37,7 @@ from readers.base import Tokenizer
 from retrievers.base import Hit, Retriever
 from retrievers.contract import Checked
 from retrievers.registry import RETRIEVERS, make_retriever
+from retrievers.sizing import LongestFirst
 
 Order = Literal["score", "document"]
 Unit = Literal["chunk", "passage", "auto"]
@@ -72,6 +83,13 @@ class RetrievalCompressor(Compressor):
     budget_support: ClassVar[BudgetSupport] = "guaranteed"
     replaced_by_budget: ClassVar[tuple[str, ...]] = ("token_budget",)
     calls_model = False  # its retriever decides
+    color, marker = "#1f77b4", "o"
+
+    @classmethod
+    def resolved_params(cls, params: Mapping[str, Any]) -> dict[str, Any]:
+        """An unset ``order`` means score order (``__init__`` decides it, for ``longbench_compat``'s check)."""
+        resolved = super().resolved_params(params)
+        return {**resolved, "order": resolved.get("order") or "score"}
 
     def __init__(
         self,
@@ -197,6 +215,26 @@ class RetrievalCompressor(Compressor):
             return render_passage(passage)
         return chunk.text if self.longbench_compat else chunk.text.strip()
 
+    @staticmethod
+    def _unit_spans(item: Compressible, chunks: list[Chunk], passage_of: dict[str, Passage]) -> dict[str, Span]:
+        """Each unit's span of the context: a chunk's own offsets, a passage piece's offset in its passage moved
+        by where that passage sits in the context (a passage the context does not hold has none)."""
+        if not passage_of:
+            return {c.chunk_id: (c.start, c.end) for c in chunks}
+        offsets = passage_offsets(item.context, tuple(item.passages))
+        at = {f"p{i}": offset for i, offset in enumerate(offsets) if offset is not None}
+        return {c.chunk_id: (at[c.doc_id] + c.start, at[c.doc_id] + c.end) for c in chunks if c.doc_id in at}
+
+    def sizing(self, item: Compressible, budget: int | None = None) -> Sizing:
+        """A dry run's bound: within a budget, the budget; else the ``top_n`` longest units, the most any
+        retriever could rank first (the retriever itself is not asked: it may call a model)."""
+        if budget is not None or self.token_budget is not None:
+            return super().sizing(item, budget if budget is not None else self.token_budget)
+        chunks, passage_of = self._units(item)
+        ranked = LongestFirst(self.count_tokens).index(chunks).search([item.query or "?"], k=len(chunks))[0]
+        kept = self._compress_ranked(item, chunks, ranked, passage_of)
+        return Sizing(kept.tokens_out, False, "the longest units its retriever could rank first")
+
     # -- selection ------------------------------------------------------------
     def _select(self, ranked: list[Hit], passage_of: dict[str, Passage], top_n: int | None,
                 budget: int | None) -> list[Hit]:
@@ -230,6 +268,7 @@ class RetrievalCompressor(Compressor):
             kept = sorted(kept, key=lambda h: position[h.chunk.chunk_id])
         kept_passages = tuple(passage_of[h.chunk.chunk_id] for h in kept) if passage_of else ()
         text = self.separator.join(self._render(h.chunk, passage_of.get(h.chunk.chunk_id)) for h in kept)
+        spans = {unit: [*span] for unit, span in self._unit_spans(item, chunks, passage_of).items()}
         return CompressedContext(
             text=text,
             kept_chunks=tuple(h.chunk.chunk_id for h in kept),
@@ -239,6 +278,7 @@ class RetrievalCompressor(Compressor):
             tokens_out=self.count_tokens(text),
             trace={
                 "ranking": [[h.chunk.chunk_id, round(float(h.score), 6)] for h in ranked],
+                "unit_spans": spans,  # each ranked unit's span of the context: the view marks answer-bearing rows
                 "n_chunks": len(chunks),
                 "chunker": "passages" if passage_of else f"{self._chunker_spec.name}:{self.chunk_size}",
                 "retriever": self.retriever.identity,
@@ -246,6 +286,7 @@ class RetrievalCompressor(Compressor):
             },
             budget=budget,
             work=work or ModelWork(),
+            kept_spans=normalized(tuple(spans[h.chunk.chunk_id]) for h in kept if h.chunk.chunk_id in spans),
         )
 
     def compress(self, item: Compressible, budget: int | None = None) -> CompressedContext:

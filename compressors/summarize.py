@@ -20,7 +20,15 @@ from typing import ClassVar, Sequence
 
 from pydantic import PositiveInt
 
-from compressors.base import BudgetSupport, CompressedContext, Compressible, CompressionError, Compressor, ModelWork
+from compressors.base import (
+    BudgetSupport,
+    CompressedContext,
+    Compressible,
+    CompressionError,
+    Compressor,
+    ModelWork,
+    Sizing,
+)
 from compressors.retrieval import split_context
 from core.checks import Nested
 from core.errors import ParamError
@@ -90,6 +98,7 @@ class SummarizeCompressor(Compressor):
     nested = {"summarizer": Nested(READERS), "chunker": Nested(CHUNKERS, injected=("size", "overlap"))}
     budget_support: ClassVar[BudgetSupport] = "guaranteed"
     replaced_by_budget: ClassVar[tuple[str, ...]] = ("token_budget",)
+    color, marker = "#2ca02c", "^"
 
     def __init__(
         self,
@@ -150,6 +159,16 @@ class SummarizeCompressor(Compressor):
             f"summarize({self.summarizer.identity},{self._chunker_spec.name}:{self.chunk_size},"
             f"words={self.max_summary_words},new={self.max_new_tokens},query_focused={self.query_focused}{budget}{custom})"
         )
+
+    def sizing(self, item: Compressible, budget: int | None = None) -> Sizing:
+        """A dry run's bound without the summarizer: ``max_new_tokens`` a chunk and the separators between, within
+        the budget; each distinct (chunk, focus) is one summarizer call (the cache serves repeats)."""
+        chunks = split_context(self._chunker, item)
+        focus = item.query if self.query_focused else ""
+        bound = len(chunks) * self.max_new_tokens + (len(chunks) - 1) * self.count_tokens(self.separator)
+        limit = budget if budget is not None else self.token_budget
+        return Sizing(bound if limit is None else min(bound, limit), False,
+                      "summaries at most max_new_tokens per chunk", frozenset((c.text, focus) for c in chunks))
 
     def _lengths(self, n_chunks: int) -> tuple[int, int]:
         """Per-chunk (words asked for, max new tokens): scaled down so n summaries fit the budget."""
@@ -233,7 +252,8 @@ class SummarizeCompressor(Compressor):
             model_calls=sum(1 for g in generations if not g.cached),
             trace={
                 "summaries": [
-                    {"chunk_id": c.chunk_id, "summary": s, "tokens_in": g.tokens_in, "tokens_out": g.tokens_out}
+                    {"chunk_id": c.chunk_id, "start": c.start, "end": c.end, "summary": s, "tokens_in": g.tokens_in,
+                     "tokens_out": g.tokens_out}
                     for c, s, g in zip(chunks, summaries, generations)
                 ],
                 "n_chunks": len(chunks),

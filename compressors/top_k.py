@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 from pydantic import PositiveInt
 
 from compressors.base import BudgetSupport, CompressedContext, Compressible, CompressionError, Compressor
+from compressors.spans import normalized, passage_offsets
 from core.errors import ParamError
 from indexes.types import render_passage
 from readers.base import Tokenizer
@@ -25,6 +26,7 @@ class TopKPassages(Compressor):
 
     budget_support: ClassVar[BudgetSupport] = "guaranteed"
     calls_model = False
+    color, marker = "#9467bd", "v"
 
     def __init__(self, k: PositiveInt | None = None, separator: str = "\n\n", tokenizer: Tokenizer | None = None) -> None:
         super().__init__(tokenizer)
@@ -61,6 +63,12 @@ class TopKPassages(Compressor):
                                        f"({self.count_tokens(render_passage(kept[0]))} tokens)")
             kept = kept[:fitting]
         text = self.separator.join(render_passage(p) for p in kept)
+        span: dict[int, tuple[int, int]] = {}  # by passage object: doc ids may repeat
+        unit_spans: dict[str, list[int]] = {}
+        for p, at in zip(passages, passage_offsets(item.context, passages)):
+            if at is not None:
+                span[id(p)] = (at, at + len(p.text))
+                unit_spans.setdefault(p.doc_id, [at, at + len(p.text)])
         return CompressedContext(
             text=text,
             kept_chunks=tuple(p.doc_id for p in kept),
@@ -68,6 +76,9 @@ class TopKPassages(Compressor):
             passages=kept,
             tokens_in=self.count_tokens(item.context),
             tokens_out=self.count_tokens(text),
-            trace={"k": self.k, "ranking": [[p.doc_id, p.score] for p in passages]},
+            # each ranked passage's span of the context, so the view marks answer-bearing rows
+            trace={"k": self.k, "ranking": [[p.doc_id, p.score] for p in passages],
+                   "unit_spans": unit_spans},
             budget=budget,
+            kept_spans=normalized(span[id(p)] for p in kept if id(p) in span),
         )

@@ -14,6 +14,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import PositiveInt
 
 from compressors.base import BudgetSupport, CompressedContext, Compressible, Compressor
+from compressors.spans import edge_spans
 from core.errors import ParamError
 from readers.base import Tokenizer
 from readers.truncation import truncate_text
@@ -34,6 +35,7 @@ class TruncateCompressor(Compressor):
     budget_support: ClassVar[BudgetSupport] = "guaranteed"
     replaced_by_budget: ClassVar[tuple[str, ...]] = ("max_tokens",)
     calls_model = False
+    color, marker = "#7f7f7f", "x"
 
     def __init__(self, max_tokens: PositiveInt | None = None, policy: Policy = "middle",
                  tokenizer: Tokenizer | None = None) -> None:
@@ -71,4 +73,5 @@ class TruncateCompressor(Compressor):
             tokens_out=self.count_tokens(text),
             trace={"policy": self.policy, "max_tokens": limit, "truncated": cut},
             budget=budget,
+            kept_spans=edge_spans(item.context, text, head=self.policy != "left", tail=self.policy != "right"),
         )

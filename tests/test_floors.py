@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -81,3 +82,61 @@ def _imports_all(path: Path) -> set[str]:
         elif isinstance(node, ast.Import):
             names |= {alias.name for alias in node.names}
     return names
+
+
+# where nothing may know a compressor by its name (DESIGN.md, "One place per extension"): what differs between
+# compressors is read from their class or their result, so a plugin gets what a built-in gets
+NAME_BLIND = ("experiments/view", "experiments/report", "experiments/run/estimate.py", "experiments/run/plan.py")
+
+
+def _name_blind_files(suffix: str) -> list[Path]:
+    out: list[Path] = []
+    for place in NAME_BLIND:
+        path = REPO / place
+        out += [path] if path.is_file() and path.suffix == suffix else sorted(path.rglob(f"*{suffix}"))
+    return out
+
+
+def _compressor_attributes() -> set[str]:
+    """What the built-in compressors hold beyond the ``Compressor`` contract: their classes' names and what their
+    ``__init__`` sets on ``self`` (``_chunker``, ``retriever``, ``max_new_tokens``, ...)."""
+    from compressors.base import Compressor
+    from compressors.registry import COMPRESSORS
+
+    own: set[str] = set()
+    for _, cls in COMPRESSORS.items():
+        cls = COMPRESSORS.get(cls) if isinstance(cls, str) else cls
+        own |= set(vars(cls))
+        source = Path(__import__(cls.__module__, fromlist=["_"]).__file__)
+        for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self" \
+                    and isinstance(node.ctx, ast.Store):
+                own.add(node.attr)
+    return own - set(dir(Compressor))
+
+
+def test_no_compressor_name_kind_or_attribute_downstream():
+    from compressors.registry import COMPRESSORS
+
+    names = set(COMPRESSORS.names())
+    attributes = _compressor_attributes()
+    assert {"_chunker", "retriever", "max_new_tokens"} <= attributes  # the rule below reads what it should
+    wrong = []
+    for path in _name_blind_files(".py"):
+        where = path.relative_to(REPO)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names:
+                wrong.append(f"{where}:{node.lineno} names compressor {node.value!r}")
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in (
+                    "getattr", "hasattr", "setattr") and len(node.args) > 1 and isinstance(node.args[1], ast.Constant) \
+                    and node.args[1].value in attributes:
+                wrong.append(f"{where}:{node.lineno} reads a compressor's {node.args[1].value!r}")
+            elif isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__") \
+                    and node.attr in attributes:
+                wrong.append(f"{where}:{node.lineno} reads a compressor's private {node.attr!r}")
+    for path in _name_blind_files(".js"):
+        text = path.read_text(encoding="utf-8")
+        for name in names:
+            for match in re.finditer(rf"""["']{re.escape(name)}["']""", text):
+                wrong.append(f"{path.relative_to(REPO)}:{text.count(chr(10), 0, match.start()) + 1} names {name!r}")
+    assert not wrong, "\n".join(wrong)

@@ -180,6 +180,7 @@ def _size(n: int) -> str:
 
 def cache_folders() -> list[tuple[str, Path]]:
     """Every folder ctxcomp keeps under the cache root (or where its own variable moves it), by name."""
+    from compressors.cache import CACHE_NAME as COMPRESSIONS
     from compressors.llmlingua import CACHE_NAME as RANKINGS
     from core.paths import cache_root, model_cache_root
     from experiments.data.catalog import data_dir
@@ -189,7 +190,7 @@ def cache_folders() -> list[tuple[str, Path]]:
 
     root = cache_root()
     return [(GENERATIONS, root / GENERATIONS), (EMBEDDINGS, root / EMBEDDINGS), (RANKINGS, root / RANKINGS),
-            ("models", model_cache_root()),
+            (COMPRESSIONS, root / COMPRESSIONS), ("models", model_cache_root()),
             ("data", data_dir()), ("shards", default_shard_root()), ("file hashes", root / "file_hashes")]
 
 

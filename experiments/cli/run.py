@@ -49,7 +49,8 @@ def run(
                                  "no model loaded (exact counts, or bounds where a model decides); --dry-run=exact "
                                  "loads the models, compresses every example and counts cache hits."),
     dry_run_exact: bool = typer.Option(False, "--dry-run-exact", hidden=True),  # what --dry-run=exact becomes
-    set_: List[str] = typer.Option([], "--set", help="Override a config key, e.g. --set batch_size=4 (repeatable)."),
+    set_: List[str] = typer.Option([], "--set", help="Override a config key, e.g. --set batch_size=4 (repeatable; with "
+                                   "--resume, only how the run is carried out: batch_size)."),
     report: bool = typer.Option(True, "--report/--no-report", help="Write report.md and plots when done."),
     plain: bool = typer.Option(False, "--plain", help="Plain Markdown tables (the default when stdout is not a terminal)."),
     executor: str = typer.Option("local", "--executor", help="Where units run: 'local' (this process) or 'ray' (a Ray pool)."),
@@ -71,7 +72,7 @@ def run(
     from experiments.run.api import resolve_config
 
     if resume is not None:
-        if config is not None or set_:
+        if config is not None:
             raise typer.BadParameter("give either CONFIG (with --set) or --resume RUN_DIR, not both")
         source: Path = resume
     elif config is None:

@@ -201,11 +201,16 @@ class Prediction(Keyed):
 
 @dataclass(kw_only=True, slots=True)
 class Trace(Keyed):
-    """A compressor's intermediates for one prediction (ranking with scores, summaries, kept text)."""
+    """A compressor's intermediates for one prediction (ranking with scores, summaries, kept text).
+
+    ``kept_spans`` is what the compressor said it kept (``CompressedContext.kept_spans``): ``[start, end]``
+    character spans of the example's context, which the view highlights; None where the text is rewritten, or
+    the trace was written before compressors said it (the line then has no such key)."""
 
     compressor_identity: str = ""
     kept_chunks: list[str] = field(default_factory=list)
     trace: dict[str, Any] = field(default_factory=dict)
+    kept_spans: list[list[int]] | None = None
 
 
 # failure kinds (the exception's name, as a failure's reason gives it first) that fail again on every resume: a
@@ -262,8 +267,10 @@ class Judgement:
 _OMITTED_WHEN_EMPTY = {"Prediction": ("score_parts", "cluster", "budget", "over_budget", "tokens_seen", "compress_calls",
                                       "compress_cache_hits", "compress_tokens_in", "compress_tokens_out",
                                       "compress_model_s", "embed_calls", "embed_texts", "embed_hits", "look",
-                                      "document")}
-_KEPT_WHEN_ZERO = ("tokens_seen",)  # a reader that cut the whole context saw 0 tokens of it, which is not "none"
+                                      "document"),
+                      "Trace": ("kept_spans",)}
+# a reader that cut the whole context saw 0 tokens of it, and a compressor may keep nothing: neither is "none"
+_KEPT_WHEN_ZERO = ("tokens_seen", "kept_spans")
 _REQUIRED: dict[type, tuple[str, ...]] = {}
 TEXT_FIELDS = ("task", "id", "config_hash", "compressor", "reader")
 

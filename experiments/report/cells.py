@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from compressors.registry import is_reference
 from core.errors import UnknownComponentError, UserError
 from experiments.data.records import Failure, Prediction, RecordKey, Trace
 from experiments.data.store import RunDir
@@ -85,7 +86,7 @@ class Cell:
     @property
     def is_full(self) -> bool:
         """The full-context baseline (by component, so a custom label does not hide it)."""
-        return (self.compressor_kind or self.compressor) == "full"
+        return is_reference(self.compressor_kind or self.compressor)
 
 
 @dataclass

@@ -153,9 +153,8 @@ def saturation_k(scores_by_k: Mapping[int, Mapping[str, float]], margin: float, 
 
 
 def _k_of(point: Mapping[str, Any]) -> int | None:
+    """The point's cut-off ``k`` (the one name for it, whichever compressor takes it); None where it has none."""
     comp = point.get("compressor") or {}
-    if comp.get("name") != "top_k":
-        return None
     k = (comp.get("params") or {}).get("k")
     return k if isinstance(k, int) else None
 

@@ -281,6 +281,35 @@ def csv_text(header: Sequence[str], body: Sequence[Sequence[str]]) -> str:
     return buf.getvalue()
 
 
-__all__ = ["Table", "breakdown_table", "contrast_table", "csv_text", "cut_mark", "efficiency_table", "length_items",
-           "length_label", "length_tables", "longbench_v2_table", "markdown_cell", "markdown_table",
+# LaTeX's special characters and what stands for each in text (one pass, so an escape is never escaped again)
+_LATEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
+          "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+_LATEX_SPECIAL = re.compile("|".join(map(re.escape, _LATEX)))
+_NUMBER_FIRST = re.compile(r"^\s*[+\-\u2212]?(\d|\.\d|nan|inf)", re.I)
+
+
+def latex_cell(text: str) -> str:
+    """A cell as LaTeX text: ``_ % & # $ { } ~ ^ \\`` escaped, a line break a space (a table cell is one line)."""
+    return _LATEX_SPECIAL.sub(lambda m: _LATEX[m.group()], str(text)).replace("\r", " ").replace("\n", " ")
+
+
+def latex_table(header: Sequence[str], body: Sequence[Sequence[str]], *, caption: str = "", label: str = "") -> str:
+    """A table for a paper: booktabs rules (``\\usepackage{booktabs}``), the same rows and cells as its CSV, columns
+    whose every cell starts with a number set right.  Cells keep their Unicode (Δ, ≤, —): XeLaTeX and LuaLaTeX
+    set it as it is; pdfLaTeX needs ``\\usepackage[utf8]{inputenc}`` and a font with those glyphs."""
+    columns = "".join("r" if body and all(_NUMBER_FIRST.match(str(row[i])) for row in body if i < len(row)) else "l"
+                      for i in range(len(header)))
+    lines = ["% written by ctxcomp report; needs \\usepackage{booktabs}", "\\begin{table}[t]", "\\centering"]
+    lines += [f"\\caption{{{latex_cell(caption)}}}"] if caption else []
+    lines += [f"\\label{{tab:{re.sub(r'[^A-Za-z0-9:-]', '-', label)}}}"] if label else []
+    lines += [f"\\begin{{tabular}}{{{columns}}}", "\\toprule", " & ".join(map(latex_cell, header)) + " \\\\",
+              "\\midrule"]
+    lines += [" & ".join(map(latex_cell, row)) + " \\\\" for row in body]
+    lines += ["\\bottomrule", "\\end{tabular}", "\\end{table}"]
+    return "\n".join(lines) + "\n"
+
+
+__all__ = ["Table", "breakdown_table", "contrast_table", "csv_text", "cut_mark", "efficiency_table", "latex_cell",
+           "latex_table", "length_items", "length_label", "length_tables", "longbench_v2_table", "markdown_cell",
+           "markdown_table",
            "paired_over_tasks", "position_contrasts", "rows_in_order", "score_table", "task_columns"]

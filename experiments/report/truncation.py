@@ -13,6 +13,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from compressors.registry import is_reference
 from experiments.data.records import Prediction
 
 
@@ -35,7 +36,7 @@ class ReaderCut:
 
 def is_full_context(r: Prediction) -> bool:
     """Whether a prediction is of the full-context arm (by component, so a custom label does not hide it)."""
-    return (r.compressor_kind or r.compressor) == "full"
+    return is_reference(r.compressor_kind or r.compressor)
 
 
 def full_context_cuts(predictions: Sequence[Prediction]) -> list[ReaderCut]:

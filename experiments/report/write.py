@@ -1,4 +1,5 @@
-"""Write a run's report: scores.json/.csv, report.md, tables/*.csv, plots/*, and curve files for open-domain tasks.
+"""Write a run's report: scores.json/.csv, report.md, tables/*.csv (and each as LaTeX, tables/*.tex), plots/*, and
+curve files for open-domain tasks.
 
 What the report says is computed in ``experiments.report.summary`` (the tables by name, the summary's lines); here
 it becomes files."""
@@ -19,7 +20,13 @@ from experiments.report.cells import Cell, RunData, load_run
 from experiments.report.curve import curve_table, write_curve
 from experiments.report.judged import judged_cells, judged_table
 from experiments.report.lengths import length_items, length_label
-from experiments.report.plots import plot_delta_forest, plot_length_buckets, plot_position, plot_score_by_length
+from experiments.report.plots import (
+    arm_styles,
+    plot_delta_forest,
+    plot_length_buckets,
+    plot_position,
+    plot_score_by_length,
+)
 from experiments.report.stats import mean_interval
 from experiments.report.summary import (
     Analysis,
@@ -28,7 +35,7 @@ from experiments.report.summary import (
     report_tables,
     summary_lines,
 )
-from experiments.report.tables import csv_text, markdown_cell, markdown_table
+from experiments.report.tables import csv_text, latex_table, markdown_cell, markdown_table
 from experiments.report.tradeoff.frontier import write_tradeoff_plots
 
 
@@ -100,7 +107,7 @@ def _contrast(text: str, labels: Sequence[str]) -> dict[str, str]:
 
 
 def write_report(run: str | Path | RunData, *, plots: bool = True) -> tuple[str, list[Path]]:
-    """Write scores.json/.csv, report.md, tables/*.csv and plots/*; return the markdown and the plot paths.
+    """Write scores.json/.csv, report.md, tables/*.csv and *.tex and plots/*; return the markdown and the plot paths.
 
     ``run``: a run directory, or its records already loaded (``load_run``, perhaps ``with_analysis``), so a
     command computes cells once."""
@@ -110,8 +117,10 @@ def write_report(run: str | Path | RunData, *, plots: bool = True) -> tuple[str,
     analysis = report_tables(data)
     (run_dir / "tables").mkdir(exist_ok=True)
     for name, (header, body) in analysis.tables.items():
-        if body:
+        if body:  # the CSV for analysis, the same rows as LaTeX for a paper
             write_atomic(run_dir / "tables" / f"{name}.csv", csv_text(header, body))
+            write_atomic(run_dir / "tables" / f"{name}.tex", latex_table(header, body, caption=TITLES.get(name, name),
+                                                                         label=name))
     curve_paths = write_curve(analysis.curve, analysis.saturation, run_dir, plots=plots) if analysis.curve else []
     plot_paths = _write_plots(run_dir, cells, data) if plots else []
     if plots:
@@ -209,7 +218,8 @@ def render_markdown(data: RunData, analysis: Analysis, plot_paths: Sequence[Path
     run_dir = data.run_dir
     summary = [f"- **{topic}**: {markdown_cell(text)}" for topic, text in summary_lines(data, analysis)]
     parts = [f"# Report: {run_dir.name}", "", "## Summary", "", *summary, "",
-             "Detailed tables follow; `tables/*.csv` holds each of them."]
+             "Detailed tables follow; `tables/*.csv` holds each of them, and `tables/*.tex` the same rows as LaTeX "
+             "(booktabs)."]
     tables, contrast_notes, curve = analysis.tables, analysis.contrast_notes, analysis.curve
     for name, (header, body) in tables.items():
         notes = list(contrast_notes) if name == "contrasts" else []
@@ -250,7 +260,8 @@ def _plot_lengths(out: Path, data: RunData, items: Mapping[tuple[str, str], Mapp
         stats = [mean_interval(list(buckets[k].values())) for k in keys]
         series[c.reader][c.task][c.compressor] = ([length_label(k) for k in keys], [s.mean for s in stats],
                                                   [s.lo for s in stats], [s.hi for s in stats])
-    return plot_score_by_length(series, out / "score_by_length.png") if series else []
+    styles = arm_styles((c.compressor, c.compressor_kind or c.compressor) for c in data.cells)
+    return plot_score_by_length(series, out / "score_by_length.png", styles=styles) if series else []
 
 
 def _write_plots(run_dir: Path, cells: Sequence[Cell], data: RunData | None = None) -> list[Path]:
@@ -265,7 +276,8 @@ def _write_plots(run_dir: Path, cells: Sequence[Cell], data: RunData | None = No
             if c.delta_ci95 is not None:
                 intervals[c.reader][c.compressor][c.task] = (c.delta_ci95[0], c.delta_ci95[1])
     if deltas:
-        paths += plot_delta_forest(deltas, out / "delta_vs_full.png", intervals)
+        paths += plot_delta_forest(deltas, out / "delta_vs_full.png", intervals,
+                                   styles=arm_styles((c.compressor, c.compressor_kind or c.compressor) for c in cells))
     items = length_items(data.cells, data.predictions) if data is not None else {}
     paths += _plot_lengths(out, data, items) if data is not None else []
     # tasks with lengths of their own (RULER, LongBench v2) are drawn above with intervals; the rest by bucket
@@ -273,7 +285,8 @@ def _write_plots(run_dir: Path, cells: Sequence[Cell], data: RunData | None = No
     buckets = {f"{c.reader} | {c.compressor} | {c.task}": c.buckets for c in cells
                if len(c.buckets) > 1 and c.task not in own_lengths}
     if buckets:
-        paths += plot_length_buckets(buckets, out / "length_buckets.png")
+        styles = arm_styles((f"{c.reader} | {c.compressor} | {c.task}", c.compressor_kind or c.compressor) for c in cells)
+        paths += plot_length_buckets(buckets, out / "length_buckets.png", styles=styles)
     for task in dict.fromkeys(c.task for c in cells):
         series = {f"{c.reader} | {c.compressor}": c for c in cells if c.task == task and c.by_position}
         numeric = {
@@ -285,9 +298,10 @@ def _write_plots(run_dir: Path, cells: Sequence[Cell], data: RunData | None = No
             oracle = {label: c.by_position["oracle"] / 100 for label, c in series.items() if "oracle" in c.by_position}
             cis = {label: {int(k): (lo / 100, hi / 100) for k, (lo, hi) in c.by_position_ci.items() if k.lstrip("-").isdigit()}
                    for label, c in series.items()}
+            styles = arm_styles((f"{c.reader} | {c.compressor}", c.compressor_kind or c.compressor) for c in cells if c.task == task)
             paths += plot_position(numeric, out / f"position_{safe_name(task)}.png", closed_book=closed or None,
-                                         oracle=oracle or None, intervals=cis,
-                                         title=f"{task}: accuracy by gold (or key) position")
+                                   oracle=oracle or None, intervals=cis, styles=styles,
+                                   title=f"{task}: accuracy by gold (or key) position")
     return [Path(p) for p in paths]
 
 

@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from compressors.cache import stored_count
 from core.files import write_atomic
 from experiments.data.store import CONFIG, STATS
 from experiments.report.cells import Cell, RunData, load_run
-from experiments.run.config import ConfigError, RunConfig, apply_overrides, load_config, parse_config
+from experiments.run.config import EXECUTION, ConfigError, RunConfig, apply_overrides, load_config, parse_config
 from experiments.run.driver import Runner, RunStats
 from experiments.run.executors import Executor
 
@@ -41,11 +42,16 @@ class Evaluation:
 
 
 class RunInterrupted(KeyboardInterrupt):
-    """Ctrl-C (or SIGTERM) stopped a run; every finished record is written and the lock released."""
+    """Ctrl-C (or SIGTERM) stopped a run; every finished record is written and the lock released.  ``compressions``:
+    those this session kept in the compression cache, which a resume reads back instead of redoing (a batch
+    stopped before its reader answered saves no prediction, yet its compressions are kept)."""
 
-    def __init__(self, run_dir: Path, stats: RunStats) -> None:
-        super().__init__(f"interrupted: {stats.predicted} prediction(s) of this session are saved in {run_dir}")
-        self.run_dir, self.stats = run_dir, stats
+    def __init__(self, run_dir: Path, stats: RunStats, compressions: int = 0) -> None:
+        kept = [f"{stats.predicted} prediction(s)"] if stats.predicted or not compressions else []
+        if compressions:
+            kept.append(f"{compressions} compression(s) (cached: a resume redoes none of them)")
+        super().__init__(f"interrupted: {' and '.join(kept)} of this session are saved in {run_dir}")
+        self.run_dir, self.stats, self.compressions = run_dir, stats, compressions
 
 
 def resolve_config(config: RunConfig | Mapping[str, Any] | str | Path,
@@ -58,9 +64,14 @@ def resolve_config(config: RunConfig | Mapping[str, Any] | str | Path,
         if path.is_dir():
             if not (path / CONFIG).is_file():
                 raise ConfigError(f"{path} is a directory but not a run directory (no {CONFIG})")
-            if overrides:
-                raise ConfigError(f"{path} is a run: its config cannot be changed with overrides")
-            return load_config(path / CONFIG), path
+            changed = sorted(key for key in overrides if key not in EXECUTION)
+            if changed:
+                raise ConfigError(f"{path} is a run: its config cannot be changed with overrides ({', '.join(changed)}); "
+                                  f"only how it is carried out can ({', '.join(EXECUTION)})")
+            held = load_config(path / CONFIG)
+            if not overrides:
+                return held, path
+            return parse_config(apply_overrides(held.model_dump(mode="json"), overrides), str(path / CONFIG)), path
         return load_config(path, overrides), None
     data = config.model_dump(mode="json") if isinstance(config, RunConfig) else dict(config)
     if isinstance(config, RunConfig) and not overrides:
@@ -91,10 +102,11 @@ def evaluate(
     cfg, held_in = resolve_config(config, overrides)
     run_dir = Path(out or held_in or cfg.default_dir)
     runner = Runner(cfg, run_dir, progress=progress, executor=executor, shards=shards, notify=notify)
+    compressions = stored_count()
     try:
         stats = runner.run()
     except KeyboardInterrupt:
-        raise RunInterrupted(run_dir, runner.stats) from None
+        raise RunInterrupted(run_dir, runner.stats, stored_count() - compressions) from None
     finally:
         runner.close()
     write_atomic(run_dir / STATS, json.dumps(stats.as_dict(), indent=2))

@@ -48,7 +48,7 @@ from experiments.run.sections import (
 __all__ = [
     "DEFAULT_MARGIN", "Budget", "ChunksConfig", "ComponentConfig", "CompressorConfig", "ConfigError", "ContrastConfig",
     "DistractorConfig", "OpenDomainConfig", "RulerSource", "RunConfig", "SweepConfig", "SyntheticSource",
-    "TaskConfig", "ANALYSIS_ONLY", "Price", "apply_overrides", "budget_points", "dump_config", "load_config", "parse_config", "yaml_problem",
+    "TaskConfig", "ANALYSIS_ONLY", "EXECUTION", "Price", "apply_overrides", "budget_points", "dump_config", "load_config", "parse_config", "yaml_problem",
 ]
 
 
@@ -61,6 +61,8 @@ def yaml_problem(path: Path, err: Exception) -> str:
 
 # settings that change what a report says, never what is predicted: a run continues when only these differ
 ANALYSIS_ONLY = ("contrasts", "margin", "prices")
+# how a run is carried out, not what it predicts: a run continued (or resumed) with other values is the same run
+EXECUTION = ("batch_size",)
 
 
 class Price(_Strict):
@@ -108,7 +110,7 @@ class RunConfig(_Strict):
             return False
         tasks = [mine.model_copy(update={"sample": theirs.sample}) if _grown(mine, theirs) else mine
                  for mine, theirs in zip(self.tasks, other.tasks)]
-        analysis = {name: getattr(other, name) for name in ANALYSIS_ONLY}
+        analysis = {name: getattr(other, name) for name in ANALYSIS_ONLY + EXECUTION}
         return self.model_copy(update={**analysis, "tasks": tasks}) == other
 
     @field_validator("tasks", "readers")

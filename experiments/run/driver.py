@@ -33,7 +33,7 @@ from experiments.data.catalog import catalog, local_file
 from experiments.data.provenance import add_session, append_cache_keys, end_session, session_record
 from experiments.data.records import NOT_FIXED_BY_RESUME, RecordKey
 from experiments.data.store import CONFIG, GRID, LOCK, RunDir
-from experiments.run.config import ANALYSIS_ONLY, RunConfig, dump_config, load_config
+from experiments.run.config import ANALYSIS_ONLY, EXECUTION, RunConfig, dump_config, load_config
 from experiments.run.executors import Executor, LocalExecutor
 from experiments.run.grid import expand_grid, grid_manifest
 from experiments.run.plan import (
@@ -166,7 +166,7 @@ class Runner:
 
     def _same_predictions(self, held: RunConfig) -> bool:
         """Whether ``held`` differs only where no output changes (a server's address): the same tasks and keys."""
-        analysis = {name: getattr(self.config, name) for name in ANALYSIS_ONLY}
+        analysis = {name: getattr(self.config, name) for name in ANALYSIS_ONLY + EXECUTION}
         same_tasks = held.model_copy(update={"readers": self.config.readers, "compressors": self.config.compressors,
                                              **analysis}) == self.config
         return same_tasks and [p.config_hash for p in expand_grid(held)] == [p.config_hash for p in self.grid]

@@ -3,10 +3,10 @@
 Per (task, grid point): the reader calls, the summarizer calls and the prompt tokens, each said to be
 **exact** (a compressor whose code calls no model, ``calls_model = False``, runs here on every pending
 example with the reader's own tokenizer, read from its files: ``readers.sizing``; each prompt is built and
-counted as the run builds it) or a **bound** (a model decides what is kept: a dense retriever is stood in
-for by one that ranks the longest units first; summaries are at most ``max_new_tokens`` per chunk, one
-summarizer call per distinct chunk; LongLLMLingua keeps at most the whole context; a budget the compressor
-guarantees caps each).  Tokens are the reader's when its tokenizer is on this machine, else LongBench words
+counted as the run builds it) or what the compressor says it keeps without its model (``Compressor.sizing``:
+exact where it can count it, else a **bound**: retrieval's longest units, summaries at most ``max_new_tokens``
+per chunk with one summarizer call per distinct chunk, by default the whole context; a budget the compressor
+guarantees caps each).  Nothing here knows a compressor by its name or reads its attributes.  Tokens are the reader's when its tokenizer is on this machine, else LongBench words
 (the basis says which).  The generation cache is not asked (that needs each reader's model):
 ``--dry-run=exact`` (``experiments.run.plan.dry_run``) does that.  Each (reader, task) whose window cuts
 the full context of an example gets one warning line, worded as the report's.
@@ -17,11 +17,12 @@ import functools
 import json
 import statistics
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from compressors.base import Compressor
-from compressors.registry import COMPRESSORS, make_compressor, uses_reader
+from compressors.base import Compressor, Sizing
+from compressors.full import FullContext
+from compressors.registry import COMPRESSORS, is_reference, make_compressor
 from core.checks import constructor_parameters
 from core.errors import ExampleFailure
 from core.memory import no_cycle_collection
@@ -32,7 +33,7 @@ from experiments.run.examples import load_task_examples, task_spec
 from experiments.run.grid import GridPoint, budget_support, canonical_json
 from experiments.run.worker import Worker, prompt_options
 from experiments.tasks.prompts import build_followup_request, build_request
-from indexes.types import Chunk
+from indexes.types import Chunk, Chunker
 from readers.base import GenerationRequest
 from readers.registry import READERS
 from readers.sizing import CountingTokenizer, DryRunReader, ReaderSizing, reader_sizing
@@ -183,26 +184,28 @@ def _estimate(point: GridPoint, task: TaskConfig, sizing: ReaderSizing, count: C
     pending = [ex for ex in examples if (task.key, ex.id, point.config_hash) not in done]
     runs_here = not calls_model(COMPRESSORS, point.compressor.spec)
     compressor = _build(point, sizing, count)
-    if runs_here and isinstance(getattr(compressor, "retriever", None), Retriever):
-        compressor.retriever = Remembered(compressor.retriever, rankings)  # type: ignore[union-attr]
-    if getattr(compressor, "_chunker", None) is not None:  # the same split of one context recurs across points
-        compressor._chunker = RememberedChunker(compressor._chunker, rankings)  # type: ignore[union-attr]
-    whole = make_compressor("full", tokenizer=count)
+    if compressor is not None:
+        _remember(compressor, rankings, runs_here)
+    whole = FullContext(tokenizer=count)
     row = Estimate(task.key, _label(point, compressor), point.reader.label or sizing.label, point.config_hash,
-                   len(examples), len(pending), 0, 0, 0, not runs_here or bool(how), "")
+                   len(examples), len(pending), 0, 0, 0, bool(how), "")
     two_steps = bool(pending) and build_followup_request(spec, "", pending[0]) is not None
-    summaries: set[tuple[str, str]] = set()
+    model_calls: set[Any] = set()
+    why: list[str] = []  # how each bound was had, as the compressor says it
     made: list[tuple[Example, GenerationRequest, int]] = []  # each example's request, and the context tokens its
-    step = -(-len(pending) // (BOUND_SAMPLE if row.bound else EXACT_SAMPLE))  # holds beyond the request's (bounds)
+    step = -(-len(pending) // (EXACT_SAMPLE if runs_here and not how else BOUND_SAMPLE))  # holds beyond the request's
     count.count_all((ex.context for ex in pending[::step]), keep=True)  # one batch: a fast tokenizer uses every core
     for ex in pending[::step]:
         try:
             if runs_here:
                 made.append((ex, _request(spec, Worker.compress(point, compressor, ex)[0], ex, options), 0))
-            else:  # the whole context's prompt, its context replaced by the most the compressor could keep
+            else:  # the whole context's prompt, its context replaced by what the compressor says it keeps
                 context = count(ex.context)
-                bound = _context_bound(point, compressor, ex, context, count, summaries)
-                made.append((ex, _request(spec, whole.compress(ex), ex, options), bound - context))
+                kept = _sizing(point, compressor, ex, context)
+                model_calls.update(kept.model_calls)
+                row.bound = row.bound or not kept.exact
+                why.append(kept.why)
+                made.append((ex, _request(spec, whole.compress(ex), ex, options), kept.tokens - context))
         except ExampleFailure:
             row.refused += 1
     for ex, request, _ in made:  # a prompt holding the whole context: counted from the context's count
@@ -214,12 +217,12 @@ def _estimate(point: GridPoint, task: TaskConfig, sizing: ReaderSizing, count: C
         row.prompt_tokens += tokens
         row.read_tokens += min(tokens, window)
         row.cut += tokens > window
-        if point.compressor.name == "full":
+        if is_reference(point.compressor.name):
             context = count(ex.context)
             row.context_tokens.append(context)
             row.context_seen.append(max(0, context - max(0, tokens - window)))
-    row.summarizer_calls = len(summaries)
-    row.basis = _basis(point, compressor, runs_here, how, two_steps)
+    row.summarizer_calls = len(model_calls)
+    row.basis = _basis(runs_here, row.bound, list(dict.fromkeys(w for w in why if w)), how, two_steps)
     if step > 1:  # an evenly spaced sample, scaled to every pending example: no longer an exact count
         row.sampled = True
         scale = len(pending) / len(pending[::step])
@@ -229,6 +232,25 @@ def _estimate(point: GridPoint, task: TaskConfig, sizing: ReaderSizing, count: C
         row.cut = round(row.cut * scale)
         row.basis += f"; scaled from {len(pending[::step]):,} of {len(pending):,} examples"
     return row
+
+
+def _remember(compressor: Compressor, rankings: dict[Any, list[Hit]], runs_here: bool) -> None:
+    """The components a compressor holds, whatever it calls them, wrapped so that grid points sharing an example
+    split it once (a chunker) and, where no model is called, rank it once (a retriever)."""
+    for name, value in vars(compressor).items():
+        if runs_here and isinstance(value, Retriever):
+            setattr(compressor, name, Remembered(value, rankings))
+        elif isinstance(value, Chunker) and not isinstance(value, (str, RememberedChunker)):  # str has .split too
+            setattr(compressor, name, RememberedChunker(value, rankings))
+
+
+def _sizing(point: GridPoint, compressor: Compressor | None, ex: Example, context: int) -> Sizing:
+    """What the compressor says it keeps of ``ex`` without its model (``Compressor.sizing``), capped by a budget
+    it guarantees; the whole context where it could not be built here."""
+    budget = point.budget.for_context(context) if point.budget is not None else None
+    kept = compressor.sizing(ex, budget) if compressor is not None else Sizing(context, False, "at most the whole context")
+    cap = _guaranteed_cap(point, context)
+    return kept if cap is None or kept.tokens <= cap else replace(kept, tokens=cap)
 
 
 def _request(spec: Any, context: Any, example: Example, options: Any) -> GenerationRequest:
@@ -262,27 +284,6 @@ def _label(point: GridPoint, compressor: Compressor | None) -> str:
     return budget_row_label(point.row_label(line), point.budget.as_key())
 
 
-def _context_bound(point: GridPoint, compressor: Compressor | None, ex: Example, context: int,
-                   count: Callable[[str], int], summaries: set[tuple[str, str]]) -> int:
-    """An upper bound on the context tokens a compressor that calls a model keeps of ``ex`` (module docstring);
-    ``summaries`` collects the distinct summarizer calls."""
-    cap = _guaranteed_cap(point, context)
-    if compressor is not None and uses_reader(type(compressor)):
-        chunker = getattr(compressor, "_chunker", None)
-        chunks = chunker.split(ex.context, doc_id=ex.id) if chunker is not None else []
-        focused = ex.query if getattr(compressor, "query_focused", False) else ""
-        summaries.update((c.text, focused) for c in chunks)
-        per_chunk = getattr(compressor, "max_new_tokens", None)
-        bound = len(chunks) * per_chunk if isinstance(per_chunk, int) and chunks else context
-        return min(bound, cap) if cap is not None else bound
-    if cap is not None:
-        return min(cap, context)
-    if compressor is not None and isinstance(getattr(compressor, "retriever", None), Retriever):
-        compressor.retriever = LongestFirst(count)
-        return compressor.compress(ex).tokens_out
-    return context
-
-
 def _guaranteed_cap(point: GridPoint, context: int) -> int | None:
     """The context tokens a compressor promises not to exceed (``budget_support == "guaranteed"``): the point's
     budget, else the size its own parameters set (``replaced_by_budget``)."""
@@ -291,7 +292,7 @@ def _guaranteed_cap(point: GridPoint, context: int) -> int | None:
     if point.budget is not None:
         return point.budget.for_context(context)
     target = COMPRESSORS.get(point.compressor.name)
-    own = [point.compressor.params.get(p) for p in getattr(target, "replaced_by_budget", ())]
+    own = [point.compressor.params.get(p) for p in target.replaced_by_budget]
     return next((v for v in own if isinstance(v, int) and not isinstance(v, bool)), None)
 
 
@@ -303,23 +304,14 @@ def _prompt_window(sizing: ReaderSizing, request: GenerationRequest, count: Call
     return max(1, sizing.max_context - request.max_new_tokens - system)
 
 
-def _basis(point: GridPoint, compressor: Compressor | None, runs_here: bool, how: str, two_steps: bool) -> str:
-    parts = ["run here" if runs_here else "bound: " + _why_bound(point, compressor)]
+def _basis(runs_here: bool, bound: bool, why: list[str], how: str, two_steps: bool) -> str:
+    parts = ["run here" if runs_here else ("bound: " + "; ".join(why)) if bound
+             else "exact: the compressor's own count (" + "; ".join(why or ["its sizing"]) + ")"]
     if how:
         parts.append(f"examples: {how}")
     if two_steps:
         parts.append("2 calls per example (the second prompt not counted)")
     return "; ".join(parts)
-
-
-def _why_bound(point: GridPoint, compressor: Compressor | None) -> str:
-    if compressor is not None and uses_reader(type(compressor)):
-        return "summaries at most max_new_tokens per chunk"
-    if compressor is not None and isinstance(getattr(compressor, "retriever", None), Retriever) \
-            and _guaranteed_cap(point, 1) is None:
-        return "the longest units its retriever could rank first"
-    return "at most the whole context" + (", within its budget" if budget_support(point.compressor.name) == "guaranteed"
-                                         else "")
 
 
 def _cut_warnings(rows: Iterable[Estimate], grid: list[GridPoint]) -> list[str]:
@@ -353,9 +345,10 @@ def estimate_summary(plan: DryRun) -> list[str]:
         window = f"window {sizing.max_context:,} tokens" if sizing.max_context else "no window"
         lines.append(f"reader {label}: tokens counted in {sizing.basis}; {window}")
     lines.append(f"exact: the compressors that call no model ran here on every pending example (on {EXACT_SAMPLE:,} "
-                 "of them, evenly spaced, where a row has more: 'about'); bounds: summaries (max_new_tokens per "
-                 "chunk), dense retrieval (the longest units), LongLLMLingua (the whole context), each within a budget "
-                 f"it guarantees, on at most {BOUND_SAMPLE} examples a row. The generation cache was not asked: "
+                 "of them, evenly spaced, where a row has more: 'about'); the others say what they keep without their "
+                 "model (each row's basis: exact where the compressor can count it, else a bound such as summaries "
+                 "at max_new_tokens per chunk, the longest units, or the whole context), each within a budget it "
+                 f"guarantees, on at most {BOUND_SAMPLE} examples a row. The generation cache was not asked: "
                  "`--dry-run=exact` loads the models and counts its hits")
     return lines
 

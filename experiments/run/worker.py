@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from compressors.base import CompressedContext, Compressor
+from compressors.cache import CompressionCache, compression_key
 from compressors.registry import make_compressor
 from core.caches import LEDGER, CacheUse
 from core.errors import ExampleFailure, UserError
@@ -98,6 +99,8 @@ class Worker:
         self._examples: dict[str, dict[str, Example]] = {}
         self._readers: dict[str, CachedReader] = {}
         self._compressors: dict[str, Compressor] = {}
+        self._compressions: CompressionCache | None = None  # opened on first use, in the process that runs units
+        self._kept: dict[str, bool] = {}
         LEDGER.start(self)  # the caches note the keys this worker's units use; each unit takes its own
 
     # -- components ------------------------------------------------------------
@@ -157,7 +160,7 @@ class Worker:
         staged: list[tuple[Example, CompressedContext, GenerationRequest, float]] = []
         for ex in (by_id[i] for i in unit.ids):
             try:
-                compressed, compress_s = self.compress(point, compressor, ex)
+                compressed, compress_s = self.compress_kept(point, compressor, ex)
             except ExampleFailure as err:  # recorded, retried on --resume; never scored
                 result.failures.append(keyed.failure(ex, "compress", err))
                 if progress is not None:
@@ -186,11 +189,51 @@ class Worker:
         result.cache_keys = LEDGER.take()
         return result
 
+    def compress_kept(self, point: GridPoint, compressor: Compressor, ex: Example) -> tuple[CompressedContext, float]:
+        """``compress``, each result of a compressor that calls a model kept in the compression cache the moment
+        it is done (``compressors.cache``): a run killed mid-batch, resumed with any batch size, redoes none.
+        A kept compression comes back with the time and model work recorded when it was made."""
+        if not self._keeps(point):
+            return self.compress(point, compressor, ex)
+        if self._compressions is None:
+            self._compressions = CompressionCache()
+        section = canonical_json({"name": point.compressor.name, "params": dict(point.compressor.params)})
+        key = compression_key(compressor.identity, section, self.reader(point).identity,
+                              self.budget(point, compressor, ex), ex)
+        kept = self._compressions.get(key)
+        if kept is not None:  # every model call it made is served now: counted as hits, at the time they took
+            compressed, seconds = kept
+            work = compressed.work
+            served = replace(work, calls=0, cache_hits=work.calls + work.cache_hits, cached_model_s=work.model_s,
+                             embed_calls=0, embed_texts=0, embed_hits=work.embed_texts + work.embed_hits)
+            # the time recorded when it was made, never less than its model's recorded time (a reader that
+            # reports its latency counts it, as a generation the cache serves does)
+            return replace(compressed, model_calls=0, work=served), max(seconds, work.model_s)
+        compressed, seconds = self.compress(point, compressor, ex)
+        self._compressions.put(key, compressed, seconds)
+        return compressed, seconds
+
+    def _keeps(self, point: GridPoint) -> bool:
+        """Whether the point's compressor, with the sections it nests, may call a model: only such work is worth
+        a cache entry (a truncation is cheaper to redo than to read back)."""
+        key = point.compressor.model_dump_json()
+        if key not in self._kept:
+            from compressors.registry import COMPRESSORS
+            from experiments.run.estimate import calls_model  # it imports this module
+
+            self._kept[key] = calls_model(COMPRESSORS, point.compressor.spec)
+        return self._kept[key]
+
+    @staticmethod
+    def budget(point: GridPoint, compressor: Compressor, ex: Example) -> int | None:
+        """The point's budget for this example (a ratio's from the example's context), None without one."""
+        return point.budget.for_context(compressor.count_tokens(ex.context)) if point.budget is not None else None
+
     @staticmethod
     def compress(point: GridPoint, compressor: Compressor, ex: Example) -> tuple[CompressedContext, float]:
         """The example compressed at the point's budget (a ratio's budget from this example's context), and the
         compressor's time: its wall time, with cache-served model work counted at the time it took when made."""
-        budget = point.budget.for_context(compressor.count_tokens(ex.context)) if point.budget is not None else None
+        budget = Worker.budget(point, compressor, ex)
         compressor.warm_up()  # a model that loads on first use is not this example's cost
         start = time.perf_counter()
         compressed = compressor.compress(ex) if budget is None else compressor.compress(ex, budget)
@@ -267,7 +310,9 @@ class Worker:
         ))
         trace = compressed.trace if first is None else {**compressed.trace, "first_answer": first.text}
         result.traces.append(Trace(**keyed.fields(ex), compressor_identity=compressor.applied_identity(compressed.budget),
-                                   kept_chunks=list(compressed.kept_chunks), trace=trace))
+                                   kept_chunks=list(compressed.kept_chunks), trace=trace,
+                                   kept_spans=None if compressed.kept_spans is None
+                                   else [list(span) for span in compressed.kept_spans]))
 
 
 def _tokens_seen(reader: Reader, compressed: CompressedContext, request: GenerationRequest, gen: Generation) -> int | None:

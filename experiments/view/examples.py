@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from compressors.registry import is_reference
 from core.errors import UserError
 from experiments.data.records import Example, Failure, Judgement, Prediction, RecordKey, Trace
 from experiments.data.store import RunDir
@@ -145,7 +146,7 @@ def _arm(side: RunSide, files: RunDir, example: Example | None, points: Mapping[
     trace = side.traces.get(rec.key)
     prompt_file = files.prompt_path(pred.prompt_hash) if pred is not None and pred.prompt_hash else None
     prompt = prompt_file.read_text(encoding="utf-8") if prompt_file is not None and prompt_file.is_file() else None
-    detail = arm_detail(example, pred, trace, points.get(rec.config_hash), prompt)
+    detail = arm_detail(example, pred, trace, points.get(rec.config_hash))
     arm: dict[str, Any] = {"c": side.cell_index.get((rec.task, rec.config_hash)), "run": side.label, **detail}
     if fail is not None:
         arm["failure"] = f"{fail.stage}: {fail.reason}"
@@ -171,7 +172,7 @@ def task_blocks(sides: Sequence[RunSide], cells: Sequence[Cell],
     examples, notes = contexts(main.data.run_dir, tasks) if contexts else ({}, {t: NO_LOADER for t in tasks})
     flip_of = flips(main.data)
     full_score = {(r.task, r.id, r.reader): float(r.score) for r in main.data.predictions
-                  if r.compressor_kind == "full" or (not r.compressor_kind and r.compressor == "full")}
+                  if is_reference(r.compressor_kind or r.compressor)}
     per_side = []
     for side in sides:
         preds: dict[tuple[str, str], list[Prediction]] = defaultdict(list)
@@ -261,7 +262,7 @@ def _trace_text(trace: Trace) -> str:
             lines.append(f"  ... {len(ranking) - MAX_RANKING} more")
     for s in inner.get("summaries") or ():
         lines.append(f"summary of {s['chunk_id']} ({s.get('tokens_out', '?')} tokens): {s['summary']}")
-    shown = ("summaries",) + (("ranking",) if ranking else ())
+    shown = ("summaries", "unit_spans") + (("ranking",) if ranking else ())
     rest = {k: v for k, v in inner.items() if k not in shown}
     if rest:
         lines.append(json.dumps(rest, ensure_ascii=False, default=str))
@@ -272,7 +273,7 @@ def _trace_text(trace: Trace) -> str:
 def _kept_text(r: Prediction) -> str:
     if r.kept_chunks:
         return f"{len(r.kept_chunks)} unit(s): {', '.join(r.kept_chunks)}"
-    if (r.compressor_kind or r.compressor) == "full":
+    if is_reference(r.compressor_kind or r.compressor):
         return "the whole context"
     return "no units recorded (this compressor keeps text, not units: see its trace)"
 

@@ -2,10 +2,12 @@
 and the trade-off (score against the context tokens the reader saw, a line per compressor)."""
 from __future__ import annotations
 
+import zlib
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from experiments.report.plots.figure import COLUMN_IN, PAGE_IN, fit, paper_style, pyplot, save
+from compressors.base import PALETTE
+from experiments.report.plots.figure import COLUMN_IN, PAGE_IN, compressor_style, fit, paper_style, pyplot, save
 
 
 def plot_curve(rows: Iterable[Any], path: str | Path, *, saturation: Mapping[str, int] | None = None,
@@ -71,27 +73,22 @@ def tick_labels(ks: Sequence[int], *, ratio: float = 1.3) -> list[str]:
     return labels
 
 
-# Colours and markers follow the compressor's name (and a retrieval line's retriever and order), never a config hash,
-# so a line looks the same in every run and every figure.
-KIND_STYLE = {"full": ("black", "*"), "truncate": ("#7f7f7f", "x"), "summarize": ("#2ca02c", "^"),
-              "llmlingua": ("#d62728", "D"), "top_k": ("#9467bd", "v"), "retrieval": ("#1f77b4", "o")}
-
+# A line's colour and marker come from its compressor's class (``Compressor.style``), a line that names a retriever
+# takes its retriever's colour and its order's line style, never a config hash: a line looks the same in every run
+# and every figure, a plugin's as a built-in's.
 RETRIEVER_COLOURS = {"bm25": "#1f77b4", "minilm": "#ff7f0e", "contriever": "#8c564b", "mcontriever": "#8c564b",
-                     "contriever_msmarco": "#c49c94", "openai": "#e377c2", "hybrid": "#17becf", "rerank": "#bcbd22"}
+                     "contriever-msmarco": "#c49c94", "openai": "#e377c2", "hybrid": "#17becf", "rerank": "#bcbd22"}
 
 ORDER_STYLES = {"score": "-", "document": "--"}
 
-_OTHER = ("#17becf", "#bcbd22", "#e377c2", "#8c564b", "#ff7f0e", "#9edae5")
-
 
 def line_style(kind: str, retriever: str = "", order: str = "") -> tuple[str, str, str]:
-    """(colour, marker, line style) of a compressor line: fixed by its kind's name, a retrieval line's colour by
-    its retriever and its line style by its order; a name not in the tables gets a colour fixed by its letters."""
-    import zlib
-
-    colour, marker = KIND_STYLE.get(kind, (_OTHER[zlib.crc32(kind.encode()) % len(_OTHER)], "P"))
-    if kind == "retrieval" and retriever:
-        colour = RETRIEVER_COLOURS.get(retriever, _OTHER[zlib.crc32(retriever.encode()) % len(_OTHER)])
+    """(colour, marker, line style) of a compressor line: its compressor's colour and marker, the colour of the
+    retriever it names if it names one (a name not in the table gets a colour fixed by its letters), and the
+    line style of its order."""
+    colour, marker = compressor_style(kind)
+    if retriever:
+        colour = RETRIEVER_COLOURS.get(retriever, PALETTE[zlib.crc32(retriever.encode()) % len(PALETTE)])
     return colour, marker, ORDER_STYLES.get(order, "-")
 
 
@@ -121,8 +118,9 @@ def plot_tradeoff(panels: Sequence[Any], path: str | Path, *, title: str = "", m
                 lo, hi = panel.full["band"]
                 ax.axhspan(lo, hi, facecolor="none", hatch="////", edgecolor="0.7", linewidth=0, zorder=0)
                 ax.axhline(panel.full["y"], color="black", linewidth=0.8, linestyle=":", zorder=1)
-                entries["full"] = ax.plot([panel.full["x"]], [panel.full["y"]], "*", color="black", markersize=7,
-                                          zorder=3)[0]
+                colour, marker = compressor_style(panel.full["kind"])
+                entries[panel.full["line"]] = ax.plot([panel.full["x"]], [panel.full["y"]], marker, color=colour,
+                                                      markersize=7, zorder=3)[0]
                 if margin is not None:
                     ax.axhline(panel.full["y"] - margin, color="0.35", linewidth=0.8, linestyle=(0, (5, 3)), zorder=1)
                 if panel.full.get("frontier"):

@@ -3,8 +3,13 @@ CJK font where a name needs it), labels fitted to the axes, and saving as .png a
 from __future__ import annotations
 
 import functools
+import zlib
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
+
+from compressors.base import PALETTE
+from compressors.registry import compressor_class
 
 COLUMN_IN = 3.4
 
@@ -14,6 +19,34 @@ _STYLE = {
     "font.size": 8, "axes.titlesize": 9, "axes.labelsize": 8, "legend.fontsize": 7,
     "xtick.labelsize": 8, "ytick.labelsize": 8, "savefig.dpi": 200,
 }
+
+
+Style = tuple[str, str, str]  # matplotlib colour, marker, line style
+LINE_STYLES = ("-", "--", ":", "-.")
+
+
+def compressor_style(kind: str) -> tuple[str, str]:
+    """(colour, marker) of the compressor a recorded kind names, from its class (``Compressor.style``); a kind
+    whose class this machine cannot import gets a palette colour fixed by its letters."""
+    cls = compressor_class(kind)
+    if cls is None:
+        return PALETTE[zlib.crc32(kind.encode()) % len(PALETTE)], "P"
+    return cls.style()
+
+
+def arm_styles(kinds: Mapping[str, str] | Iterable[tuple[str, str]]) -> dict[str, Style]:
+    """A style per arm label, for arms given as (label, compressor kind): the compressor's colour and marker, and
+    the arms of one compressor in one figure told apart by line style (in the order given)."""
+    pairs = kinds.items() if isinstance(kinds, Mapping) else kinds
+    seen: dict[str, int] = {}
+    out: dict[str, Style] = {}
+    for label, kind in pairs:
+        if label in out:
+            continue
+        colour, marker = compressor_style(kind)
+        nth = seen[kind] = seen.get(kind, -1) + 1
+        out[label] = (colour, marker, LINE_STYLES[nth % len(LINE_STYLES)])
+    return out
 
 
 def pyplot():

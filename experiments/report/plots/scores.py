@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
-from experiments.report.plots.figure import COLUMN_IN, PAGE_IN, fit, paper_style, pyplot, save, two_lines
+from experiments.report.plots.figure import COLUMN_IN, PAGE_IN, Style, fit, paper_style, pyplot, save, two_lines
 
 
 def plot_position(
@@ -16,11 +16,13 @@ def plot_position(
     oracle: Mapping[str, float] | None = None,
     intervals: Mapping[str, Mapping[int, tuple[float, float]]] | None = None,
     title: str = "Accuracy by gold document position",
+    styles: Mapping[str, Style] | None = None,
 ) -> list[Path]:
     """Accuracy against 0-based gold position (the U-shape), closed-book and oracle as horizontal lines.
 
     Values are fractions in [0, 1]; they are drawn in percent, positions 1-based as in the paper.
-    ``intervals`` (fractions too) become error bars: the 95% interval of each point.
+    ``intervals`` (fractions too) become error bars: the 95% interval of each point.  ``styles`` (by name,
+    ``arm_styles``) give each line its compressor's colour, marker and line style.
     """
     plt = pyplot()
     entries = len(acc_by_position) + len(closed_book or {}) + len(oracle or {})
@@ -29,10 +31,10 @@ def plot_position(
         fig, ax = plt.subplots(figsize=(COLUMN_IN, 2.6 + 0.16 * entries), layout="constrained")
         colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
         for i, (name, by_pos) in enumerate(acc_by_position.items()):
-            color = colors[i % len(colors)]
+            color, marker, style = (styles or {}).get(name, (colors[i % len(colors)], "o", "-"))
             xs = sorted(by_pos)
-            ax.plot([x + 1 for x in xs], [100 * by_pos[x] for x in xs], marker="o", markersize=3,
-                    color=color, label=fit(name))
+            ax.plot([x + 1 for x in xs], [100 * by_pos[x] for x in xs], marker=marker, markersize=3,
+                    color=color, linestyle=style, label=fit(name))
             ci = (intervals or {}).get(name)
             if ci:
                 xs_ci = [x for x in xs if x in ci]
@@ -59,12 +61,14 @@ def plot_position(
 
 
 def plot_delta_forest(deltas: Mapping[str, Mapping[str, Mapping[str, float]]], path: str | Path,
-                      intervals: Mapping[str, Mapping[str, Mapping[str, tuple[float, float]]]] | None = None) -> list[Path]:
+                      intervals: Mapping[str, Mapping[str, Mapping[str, tuple[float, float]]]] | None = None,
+                      styles: Mapping[str, Style] | None = None) -> list[Path]:
     """A forest plot of the change against full context: one panel per reader (rows) and task (columns),
     one line per compressor, the paired 95% interval as a bar; a filled dot when the interval excludes 0.
 
     ``deltas[reader][compressor][task]`` is in score points; ``intervals`` alike.  A compressor with no
-    value on a task (not run, or every example failed) is written "n/a" in that panel.
+    value on a task (not run, or every example failed) is written "n/a" in that panel.  ``styles`` (by
+    compressor, ``arm_styles``) colour each line as its compressor.
     """
     plt = pyplot()
     readers = list(deltas)
@@ -92,9 +96,11 @@ def plot_delta_forest(deltas: Mapping[str, Mapping[str, Mapping[str, float]]], p
                         continue
                     ci = intervals.get(reader, {}).get(arm, {}).get(task)
                     solid = ci is not None and (ci[0] > 0 or ci[1] < 0)
+                    colour, marker, _ = (styles or {}).get(arm, ("C0", "o", "-"))
                     if ci is not None:
-                        ax.plot([ci[0], ci[1]], [y, y], color="C0", linewidth=1.2)
-                    ax.plot([value], [y], "o", color="C0", markersize=3.5, markerfacecolor="C0" if solid else "white")
+                        ax.plot([ci[0], ci[1]], [y, y], color=colour, linewidth=1.2)
+                    ax.plot([value], [y], marker, color=colour, markersize=3.5,
+                            markerfacecolor=colour if solid else "white")
                 ax.set_yticks(ys, [fit(a) for a in arms])
                 ax.set_ylim(-0.7, len(arms) - 0.3)
                 ax.grid(axis="x", alpha=0.3)
@@ -106,8 +112,10 @@ def plot_delta_forest(deltas: Mapping[str, Mapping[str, Mapping[str, float]]], p
         return save(fig, path)
 
 
-def plot_length_buckets(scores: Mapping[str, Mapping[str, float]], path: str | Path) -> list[Path]:
-    """Score per input-length bucket (``scores[config][bucket]``, in score points), one line per config."""
+def plot_length_buckets(scores: Mapping[str, Mapping[str, float]], path: str | Path, *,
+                        styles: Mapping[str, Style] | None = None) -> list[Path]:
+    """Score per input-length bucket (``scores[config][bucket]``, in score points), one line per config, styled as
+    its compressor (``styles`` by config, ``arm_styles``)."""
     plt = pyplot()
     with plt.rc_context(paper_style()):
         fig, ax = plt.subplots(figsize=(COLUMN_IN, 2.6), layout="constrained")
@@ -117,8 +125,9 @@ def plot_length_buckets(scores: Mapping[str, Mapping[str, float]], path: str | P
         if all(b.isdigit() for b in buckets):  # token lengths: in increasing order, not as met
             buckets.sort(key=int)
         for config, values in scores.items():
-            ax.plot(range(len(buckets)), [values.get(b, float("nan")) for b in buckets], marker="o",
-                    markersize=3, label=fit(config))
+            colour, marker, style = (styles or {}).get(config, (None, "o", "-"))
+            ax.plot(range(len(buckets)), [values.get(b, float("nan")) for b in buckets], marker=marker,
+                    color=colour, linestyle=style, markersize=3, label=fit(config))
         ax.set_xticks(range(len(buckets)), buckets)
         ax.set_xlabel("input length bucket")
         ax.set_ylabel("score")
@@ -128,10 +137,12 @@ def plot_length_buckets(scores: Mapping[str, Mapping[str, float]], path: str | P
         return save(fig, path)
 
 
-def plot_score_by_length(series: Mapping[str, Mapping[str, Mapping[str, Any]]], path: str | Path) -> list[Path]:
+def plot_score_by_length(series: Mapping[str, Mapping[str, Mapping[str, Any]]], path: str | Path, *,
+                         styles: Mapping[str, Style] | None = None) -> list[Path]:
     """The "effective length" picture: score against context length, one panel per task (columns) and reader
     (rows), one line per compressor, 95% intervals as bars; ``series[reader][task][compressor]`` is
-    ``(labels, means, lows, highs)`` in score points, lengths in increasing order."""
+    ``(labels, means, lows, highs)`` in score points, lengths in increasing order; ``styles`` (by compressor,
+    ``arm_styles``) draw each line as its compressor."""
     plt = pyplot()
     readers = list(series)
     tasks = list(dict.fromkeys(t for by_task in series.values() for t in by_task))
@@ -152,8 +163,9 @@ def plot_score_by_length(series: Mapping[str, Mapping[str, Mapping[str, Any]]], 
                     xs = list(range(len(labels)))
                     dodge = (a - (len(arms) - 1) / 2) * 0.06
                     errors = [[m - lo for m, lo in zip(means, lows)], [hi - m for m, hi in zip(means, highs)]]
-                    drawn = ax.errorbar([x + dodge for x in xs], means, yerr=errors, marker="o", markersize=3,
-                                        linewidth=1, elinewidth=0.7, capsize=1.5, color=colors[a % len(colors)])
+                    colour, marker, style = (styles or {}).get(arm, (colors[a % len(colors)], "o", "-"))
+                    drawn = ax.errorbar([x + dodge for x in xs], means, yerr=errors, marker=marker, markersize=3,
+                                        linewidth=1, linestyle=style, elinewidth=0.7, capsize=1.5, color=colour)
                     legend.setdefault(arm, drawn)
                     ax.set_xticks(xs, labels)
                 ax.set_ylim(-2, 102)

@@ -68,7 +68,7 @@ def _point(x: float, y: float, pd: PairedDelta | None, arm: Arm) -> dict[str, An
 
 def _full_point(base: Arm, items: Items) -> dict[str, Any]:
     mi = scores_interval(items.get((base.cell.task, base.cell.config_hash), {}))
-    return {"x": base.tokens, "y": base.cell.score, "band": (mi.lo, mi.hi)}
+    return {"x": base.tokens, "y": base.cell.score, "band": (mi.lo, mi.hi), "line": base.line, "kind": base.kind}
 
 
 def _average_panel(mine: Sequence[Arm], tasks: Sequence[str], reader: str, full: dict[tuple[str, str], Arm],
@@ -92,7 +92,8 @@ def _average_panel(mine: Sequence[Arm], tasks: Sequence[str], reader: str, full:
         spread = paired_vs(dict.fromkeys(merged, 0.0), merged, strata)
         y = statistics.fmean(b.cell.score for b in bases)
         base = {"x": statistics.fmean(b.tokens for b in bases), "y": y,
-                "band": (spread.lo - spread.delta + y, spread.hi - spread.delta + y)}
+                "band": (spread.lo - spread.delta + y, spread.hi - spread.delta + y), "line": bases[0].line,
+                "kind": bases[0].kind}
     return _panel(f"average of {len(tasks)} tasks", reader, lines, base)
 
 
@@ -115,7 +116,7 @@ def frontier_table(all_panels: Sequence[Panel]) -> Table:
     body = []
     for panel in all_panels:
         points = [(line, p) for line, ps in panel.lines.items() for p in ps]
-        points += [("full", panel.full)] if panel.full else []
+        points += [(panel.full["line"], panel.full)] if panel.full else []
         for line, p in sorted(points, key=lambda lp: lp[1]["x"]):
             if p.get("frontier"):
                 body.append([panel.task, panel.reader, line, p.get("budget") or "—", f"{p['x']:.0f}", f"{p['y']:.2f}"])

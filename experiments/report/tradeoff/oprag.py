@@ -14,17 +14,17 @@ from experiments.report.tradeoff.points import Arm, Items, budget_lines, paired_
 
 
 def order_table(all_arms: Sequence[Arm], items: Items) -> Table:
-    """Document order minus score order for retrieval arms that differ only in ``order``, at each budget,
-    per task and averaged over the tasks both ran (paired on (task, example))."""
+    """Document order minus score order for arms that differ only in ``order`` (any compressor with that
+    setting), at each budget, per task and averaged over the tasks both ran (paired on (task, example))."""
     pairs: dict[tuple[str, str, str], dict[str, dict[str, Arm]]] = defaultdict(lambda: defaultdict(dict))
     for a in all_arms:
-        if a.kind == "retrieval" and a.order:
+        if a.order:
             rest = {k: v for k, v in a.params.items() if k != "order"}
-            key = (a.cell.reader, repr(sorted(rest.items())), budget_text(a.budget))
+            key = (a.cell.reader, a.kind, repr(sorted(rest.items())), budget_text(a.budget))
             pairs[key][a.cell.task][a.order] = a
     header = ["reader", "retrieval (score order)", "budget", "task", "document - score [95% CI]", "p", "n"]
     body = []
-    for (reader, _, budget), per_task in pairs.items():
+    for (reader, _, _, budget), per_task in pairs.items():
         both = {t: o for t, o in per_task.items() if {"score", "document"} <= set(o)}
         for task, o in both.items():
             pd = paired_arms(o["score"], o["document"], "score", items)
@@ -40,13 +40,13 @@ def order_table(all_arms: Sequence[Arm], items: Items) -> Table:
 
 
 def chunks_table(all_arms: Sequence[Arm], items: Items) -> Table:
-    """Retrieval lines: chunks kept and score at each budget, and the peak against both ends of the line,
+    """Lines that keep units (retrieval's chunks): chunks kept and score at each budget, and the peak against both ends of the line,
     paired on the example (an inverted U needs both differences above 0; the peak is picked after looking)."""
     header = ["task", "reader", "compressor", "budget", "chunks kept (mean)", "score [95% CI]", "peak - smallest",
               "peak - largest", "shape"]
     body = []
     for (task, reader, line), points in budget_lines(all_arms).items():
-        points = [a for a in points if a.kind == "retrieval" and a.budget]
+        points = [a for a in points if a.budget and any(r.kept_chunks for r in a.recs)]
         if len(points) < 2:
             continue
         peak = max(range(len(points)), key=lambda i: points[i].cell.score)

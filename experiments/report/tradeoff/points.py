@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from compressors.registry import compressor_class
 from experiments.data.records import BUDGET_MARK, Prediction, budget_text
 from experiments.report.cells import Cell, RunData, paired_vs
 from experiments.report.stats import PairedDelta, at_edge
@@ -68,12 +69,14 @@ def arms(data: RunData) -> list[Arm]:
             continue
         point = points.get(c.config_hash, {})
         params = (point.get("compressor") or {}).get("params") or {}
+        cls = compressor_class(c.compressor_kind or c.compressor)
+        resolved = cls.resolved_params(params) if cls is not None else dict(params)  # the class's own defaults
         budget = point.get("budget")
         suffix = f"{BUDGET_MARK}{budget_text(budget)}"
         line = c.compressor[: -len(suffix)] if budget and c.compressor.endswith(suffix) else c.compressor
-        retriever = params.get("retriever", "bm25" if c.compressor_kind == "retrieval" else "")
+        retriever = resolved.get("retriever") or ""
         retriever = retriever.get("name", "") if isinstance(retriever, dict) else str(retriever)
-        order = str(params.get("order") or "score") if c.compressor_kind == "retrieval" else ""
+        order = str(resolved.get("order") or "")
         out.append(Arm(c, line, budget, retriever, order, params, recs.get((c.task, c.config_hash), [])))
     for base, arm in compared(out):
         arm.time_vs_full = paired_arms(base, arm, "e2e_s")

@@ -10,9 +10,11 @@ CTX.example = function (params) {
   const detail = block(ex.block) || { context: null, arms: [], note: "", rankings: [] };
   const context = detail.context;
   const arms = detail.arms;
-  const withSpans = arms.map((a, i) => [a, i]).filter(([a]) => a.kept && a.kept.length && a.kind !== "full");
+  /* an arm that kept part of the context (not all of it), or that set summaries beside their chunks */
+  const picks = (a) => ((a.kept && a.kept.length && !a.kept_all) || (a.summaries && a.summaries.some((s) => s[1] !== null)));
+  const withSpans = arms.map((a, i) => [a, i]).filter(([a]) => picks(a));
   let hl = params.get("hl");
-  let chosen = arms.findIndex((a) => String(a.c) === hl && !a.run && a.kept && a.kept.length && a.kind !== "full");
+  let chosen = arms.findIndex((a) => String(a.c) === hl && !a.run && picks(a));
   if (chosen < 0 && params.get("arm") !== null) chosen = Number(params.get("arm"));
   if (chosen < 0 && withSpans.length) chosen = withSpans[0][1];
   const armName = (a) => (a.c !== null && a.c !== undefined ? cellName(meta.cells[a.c]) : (a.run ? a.run + " · " : "") + a.kind);
@@ -45,7 +47,7 @@ CTX.example = function (params) {
     const arm = chosen >= 0 ? arms[chosen] : null;
     if (arm && arm.summaries && arm.summaries.some((s) => s[1] !== null)) ctxCol.appendChild(summaryGrid(context, arm, ex.answers));
     else {
-      const box = Object.assign(markedText(context, arm ? arm.kept : [], ex.answers, arm && arm.kept_words), { id: "context" });
+      const box = Object.assign(markedText(context, arm ? arm.kept : [], ex.answers), { id: "context" });
       ctxCol.appendChild(box);
       requestAnimationFrame(() => {  // bring the first kept span (or gold mark) into the box's view
         const first = box.querySelector("mark.kept") || box.querySelector("mark.gold");
@@ -70,7 +72,7 @@ CTX.example = function (params) {
     for (const s of out) if (!merged.length || s[0] >= merged[merged.length - 1][1]) merged.push(s);
     return merged;
   }
-  function markedText(text, kept, answers, words, offset = 0) {
+  function markedText(text, kept, answers, offset = 0) {
     const gold = goldSpans(text, answers);
     const cuts = new Set([0, text.length]);
     const spans = (kept || []).map(([s, e, u]) => [s - offset, e - offset, u]).filter(([s, e]) => e > 0 && s < text.length);
@@ -87,7 +89,7 @@ CTX.example = function (params) {
       const node = gi >= 0 ? el("mark", { class: "gold", "data-occ": gi }, piece) : document.createTextNode(piece);
       if (ki < 0) { open = null; openKey = null; box.appendChild(node); continue; }
       if (openKey !== ki) {
-        open = el("mark", { class: "kept" + (words ? " word" : ""), "data-unit": spans[ki][2], "data-span": ki, title: spans[ki][2] || "kept" });
+        open = el("mark", { class: "kept", "data-unit": spans[ki][2], "data-span": ki, title: spans[ki][2] || "kept" });
         openKey = ki;
         box.appendChild(open);
       }
@@ -100,7 +102,7 @@ CTX.example = function (params) {
     const sorted = arm.summaries.filter((s) => s[1] !== null).sort((x, y) => x[1] - y[1]);
     for (const [unit, s, e, summary, tokens] of sorted) {
       rows.appendChild(el("div", { class: "sum-row" },
-        markedText(text.slice(s, e), [], answers, false, s),
+        markedText(text.slice(s, e), [], answers, s),
         el("div", { class: "summary" }, el("div", { class: "hint", text: `summary of ${unit}` + (tokens ? ` (${tokens} tokens)` : "") }),
           el("div", { class: "summary-text", text: summary }))));
     }
@@ -135,7 +137,7 @@ CTX.example = function (params) {
     }
     if (a.note) card.appendChild(el("p", { class: "hint", text: a.note }));
     if (a.kept_ids && a.kept_ids.length) card.appendChild(el("p", { class: "kept-ids" }, "kept: ", a.kept_ids.join(", ")));
-    else if (a.kept_words) card.appendChild(el("p", { class: "hint", text: `${a.kept.length} kept word run(s), aligned with the context` }));
+    else if (a.kept && a.kept.length && !a.kept_all) card.appendChild(el("p", { class: "hint", text: `${a.kept.length} kept span(s) of the context` }));
     if (a.ranking !== undefined && detail.rankings[a.ranking]) {
       const ranking = detail.rankings[a.ranking], kept = new Set(a.kept_ids || []);
       const full = (u) => (u.startsWith("#") ? ex.id + u : u);

@@ -68,7 +68,7 @@ def test_the_view_holds_every_arm_and_reads_llmlinguas_ranking(all_arms_run):
             ranking = block["rankings"][arm["ranking"]]
             trace = traces[(ex["id"], meta["cells"][arm["c"]]["hash"])]
             assert [u for u, *_ in ranking] == [f"document {i}" for i in trace["trace"]["ranking"]]
-            assert "ranking" not in arm["trace"] and arm["kept"] and arm["kept_words"]
+            assert "ranking" not in arm["trace"] and arm["kept"] and not arm["kept_all"]
             lingua += 1
     assert lingua == len(preds)
 
@@ -136,7 +136,7 @@ def test_the_share_of_full_examples_a_reader_cuts_counts_only_the_full_arm():
 
 
 def test_a_kept_fragment_found_nowhere_does_not_stop_the_alignment():
-    from experiments.view.spans import lingua_spans
+    from compressors.spans import word_spans
 
     # LongLLMLingua drops sub-word tokens: "zzqx" is in no context word, and the words after it still align
-    assert lingua_spans("alpha beta gamma delta", "zzqx beta delta") == [(6, 10), (17, 22)]
+    assert word_spans("alpha beta gamma delta", "zzqx beta delta") == ((6, 10), (17, 22))

@@ -9,11 +9,11 @@ import shutil
 import pytest
 from typer.testing import CliRunner
 
+from compressors.spans import word_spans
 from experiments.cli.app import app
 from experiments.cli.view import load_contexts
 from experiments.view.examples import encode_prompt
 from experiments.view.page import build_view, embed_json, render_html, write_view
-from experiments.view.spans import lingua_spans
 from tests.support.view_run import PAYLOAD, examples, kept_texts, lines, make_run
 
 BLOCK = re.compile(r'<script type="application/json" id="([^"]+)">(.*?)</script>', re.S)
@@ -112,8 +112,8 @@ def test_prompt_encoding_and_word_alignment():
     assert pieces[0] == "Q: x\n" and isinstance(pieces[1], list)
     assert "".join(p if isinstance(p, str) else context[p[0]:p[1]] for p in pieces) == prompt
     assert encode_prompt("short", "", []) == ["short"]
-    spans = lingua_spans("one two three four five", "two four five")
-    assert spans == [(4, 7), (14, 23)]
+    spans = word_spans("one two three four five", "two four five")
+    assert spans == ((4, 7), (14, 23))
 
 
 def test_view_and_report_commands_write_the_page(run, tmp_path):
