@@ -139,7 +139,7 @@ def _simulated_power(p: Pilot, margin: float, n_clusters: int, delta: float, alp
         sizes = p.sizes[pick]
         sums = planned[pick]
         y = betting._normalised(sums[:, order], sizes[:, order], -margin / 100, (-1.0, 1.0), max_cluster, True)
-        wins += int(np.sum(np.exp(betting.log_wealth(y)[..., -1]).mean(axis=-1) >= 1 / alpha))
+        wins += int(np.sum(np.exp(betting.log_wealth(y, alpha=alpha)[..., -1]).mean(axis=-1) >= 1 / alpha))
     return wins / SIMULATIONS
 
 
