@@ -27,7 +27,9 @@ import functools
 
 import numpy as np
 
-GRID = 64  # points on the null line, and again between the best point's neighbours
+GRID = 64  # points between a peak's neighbours, at each level of refinement
+FINE = 256  # points on the null line
+LOCAL_PEAKS = 4  # the best grid points refined
 
 
 def _restricted_variance(loss: np.ndarray, gain: np.ndarray, n: int, delta: float) -> np.ndarray:
@@ -128,19 +130,25 @@ def exact_p(loss: int, gain: int, n: int, delta: float, *, upper: bool = True) -
 
 
 def _sup_tail(by_k: np.ndarray, t: float, n: int, delta: float, upper: bool) -> float:
-    """sup over the null line of P(T' >= t): a grid, then finer grids around its best point."""
+    """sup over the null line of P(T' >= t): a grid of FINE points, then finer grids around each of its
+    LOCAL_PEAKS best local maxima (the tail along the line has several bumps: one refined peak let a
+    neighbouring one pass alpha)."""
     k, cut = _thresholds(by_k, t, upper)
     lo, hi = _line(delta)
     if hi <= lo:
         return float(_tail(np.array([lo]), delta, n, k, cut, upper)[0])
-    grid = np.linspace(lo, hi, GRID)
+    grid = np.linspace(lo, hi, FINE)
     values = _tail(grid, delta, n, k, cut, upper)
     best = float(values.max())
-    for _ in range(2):  # twice: each level narrows the bracket GRID / 2 times
-        i = int(values.argmax())
-        grid = np.linspace(grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)], GRID)
-        values = _tail(grid, delta, n, k, cut, upper)
-        best = max(best, float(values.max()))
+    peaks = np.argsort(values)[::-1][:LOCAL_PEAKS]
+    for i in peaks:
+        local = grid
+        j = int(i)
+        for _ in range(2):  # twice: each level narrows the bracket GRID / 2 times
+            local = np.linspace(local[max(j - 1, 0)], local[min(j + 1, len(local) - 1)], GRID)
+            found = _tail(local, delta, n, k, cut, upper)
+            j = int(found.argmax())
+            best = max(best, float(found.max()))
     return min(1.0, best)
 
 
@@ -206,4 +214,6 @@ def rejection_table(n: int, delta: float, alpha: float, *, upper: bool = True) -
     return rejected
 
 
-__all__ = ["exact_bounds", "exact_p", "rejection_table"]
+binary_tail = _tail  # P(T' >= t) at any (p_l, p_l + delta): what a plan sums its power with
+
+__all__ = ["binary_tail", "exact_bounds", "exact_p", "rejection_table"]
