@@ -108,7 +108,7 @@ def _one_stratum(a: np.ndarray, b: np.ndarray, units: Units, alpha: float, value
     d = b - a
     if _binary_singletons(a, b, units) and values == (-1.0, 1.0):
         loss, gain = int(np.sum(d < 0)), int(np.sum(d > 0))
-        lo, hi = exact.exact_bounds(loss, gain, len(d), alpha)
+        lo, hi = exact.exact_bounds(loss, gain, len(d), alpha, tuple(anchors))
         return lo, hi, "exact"
     bound = document_bound(units, max_cluster)
     lo, hi = betting.bounds(_betting_rejects(units, alpha, values, bound), values, float(d.mean()), anchors=anchors)

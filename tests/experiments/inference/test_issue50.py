@@ -96,7 +96,8 @@ def test_the_p_value_is_at_most_alpha_exactly_when_the_verdict_says_not_worse(n)
                 assert (test.verdict == NOT_WORSE) == (test.p <= ALPHA), (n, loss, gain, test)
 
 
-@pytest.mark.parametrize("n", [6, 7, 10, 16, 25, 50, 100, 262, 500, 1000, 2000])
+@pytest.mark.parametrize("n", [6, 7, 10, 16, 25, 50, 100, 150, 262, 400,
+                               *(pytest.param(n, marks=pytest.mark.slow) for n in (700, 1000, 1500, 2000))])
 def test_exact_size_is_at_most_alpha_on_a_fine_null_line(n):
     """The rejection region's probability, summed exactly at 4,001 points of the least favourable line
     (p_gain = p_loss - 0.05), never passes alpha: the supremum the p-value takes on its grid is not too small."""
