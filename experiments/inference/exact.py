@@ -35,13 +35,20 @@ LOCAL_PEAKS = 3  # the best grid points refined
 
 def _restricted_variance(loss: np.ndarray, gain: np.ndarray, n: int, delta: float) -> np.ndarray:
     """Var of one difference at the MLE of (p_l, p_g) restricted to p_g - p_l = delta (Tango 1998): the
-    root of 2n p^2 - B p - C = 0 for p_l, clipped to the line's range."""
-    ties = n - loss - gain
-    b = loss * (1 - 3 * delta) + gain * (1 - delta) - 2 * ties * delta
-    c = loss * delta * (1 - delta)
-    p = (b + np.sqrt(np.maximum(b * b + 8 * n * c, 0.0))) / (4 * n)
-    p = np.clip(p, max(0.0, -delta), (1 - delta) / 2)
-    return np.maximum(2 * p + delta - delta * delta, 1e-12)
+    root of 2n p^2 - B p - C = 0 for p_l, clipped to the line's range.  In place on one buffer (a table of
+    n = 1,000 has a million outcomes, built for every difference a bound's search tries)."""
+    # B = loss (1 - 3 delta) + gain (1 - delta) - 2 (n - loss - gain) delta, C = loss delta (1 - delta)
+    b = loss * (1 - delta) + gain * (1 + delta) - 2 * n * delta
+    root = b * b
+    root += loss * (8 * n * delta * (1 - delta))
+    np.maximum(root, 0.0, out=root)
+    np.sqrt(root, out=root)
+    root += b
+    root /= 4 * n
+    np.clip(root, max(0.0, -delta), (1 - delta) / 2, out=root)
+    root *= 2
+    root += delta - delta * delta
+    return np.maximum(root, 1e-12, out=root)
 
 
 @functools.lru_cache(maxsize=64)
@@ -51,9 +58,12 @@ def _statistic_table(n: int, delta: float, upper: bool) -> np.ndarray:
     and monotone by construction (the hull of the module docstring, taken on the (loss, gain) grid)."""
     loss = np.arange(n + 1, dtype=float)[:, None]
     gain = np.arange(n + 1, dtype=float)[None, :]
-    t = (gain - loss - n * delta) / np.sqrt(n * _restricted_variance(loss, gain, n, delta))
+    t = _restricted_variance(loss, gain, n, delta)
+    t *= n
+    np.sqrt(t, out=t)
+    np.divide(gain - loss - n * delta, t, out=t)
     if not upper:
-        t = -t
+        np.negative(t, out=t)
     t[loss + gain > n] = np.inf  # impossible outcomes never lower a minimum
     if upper:  # favourable: fewer losses (smaller row), more gains (larger column)
         np.minimum.accumulate(t, axis=0, out=t)
@@ -61,9 +71,14 @@ def _statistic_table(n: int, delta: float, upper: bool) -> np.ndarray:
     else:  # favourable to "worse": more losses, fewer gains
         t = np.minimum.accumulate(t[::-1, :], axis=0)[::-1, :]
         np.minimum.accumulate(t, axis=1, out=t)
-    k = np.arange(n + 1)[:, None]
-    g = np.arange(n + 1)[None, :]
-    by_k = np.where(g <= k, t[np.clip(k - g, 0, n), g], np.nan)
+    # by_k[k, g] = t[k - g, g]: flat index k (n + 1) - g n of t, read through a strided view of t behind n^2
+    # NaNs (g > k falls in them), copied once instead of a million fancy-indexed reads
+    flat = np.empty(n * n + (n + 1) ** 2)
+    flat[: n * n] = np.nan
+    flat[n * n:] = np.ascontiguousarray(t).ravel()
+    step = flat.itemsize
+    view = np.lib.stride_tricks.as_strided(flat[n * n:], shape=(n + 1, n + 1), strides=((n + 1) * step, -n * step))
+    by_k = view.copy()
     by_k.flags.writeable = False
     return by_k
 
@@ -186,7 +201,7 @@ def exact_bounds(loss: int, gain: int, n: int, alpha: float,
 @functools.lru_cache(maxsize=4096)
 def _crossings(loss: int, gain: int, n: int, alpha: float) -> tuple[float, float]:
     """Where each one-sided p-value crosses alpha, by Brent's method on p(delta) - alpha between the end
-    where it rejects (-1 for the lower bound) and the mean (where it never does), to 2.5e-5; the bound
+    where it rejects (-1 for the lower bound) and the mean (where it never does), to 5e-5; the bound
     returned is a difference the test keeps."""
     from scipy.optimize import brentq
 
@@ -211,8 +226,8 @@ def _crossings(loss: int, gain: int, n: int, alpha: float) -> tuple[float, float
                 break
             keep_end = edge
         root = brentq(lambda d: exact_p(loss, gain, n, float(d), upper=upper) - alpha - 1e-15, reject_end,
-                      keep_end, xtol=2.5e-5)
-        step = 2.5e-5 if keep_end > reject_end else -2.5e-5
+                      keep_end, xtol=5e-5)
+        step = 5e-5 if keep_end > reject_end else -5e-5
         return float(root + step) if exact_p(loss, gain, n, float(root), upper=upper) <= alpha else float(root)
 
     return crossing(True), crossing(False)

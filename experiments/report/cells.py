@@ -7,6 +7,7 @@ prediction lines it averages.
 """
 from __future__ import annotations
 
+import math
 import statistics
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -19,6 +20,7 @@ from experiments.data.records import Failure, Prediction, RecordKey, Trace
 from experiments.data.store import RunDir
 from experiments.report.stats import (
     MIN_PAIRS,
+    TOO_FEW,
     MeanInterval,
     NonInferiority,
     PairedDelta,
@@ -317,6 +319,9 @@ def noninferiority_vs(base: Mapping[str, float], other: Mapping[str, float], mar
     """``noninferiority_test`` of ``other`` against ``base`` on the ids both hold, paired and clustered as
     ``paired_vs`` pairs them."""
     ids = sorted(set(base) & set(other))
+    if not ids:  # nothing paired (an arm whose every example failed): no test, and the table says why
+        nan = float("nan")
+        return NonInferiority(nan, -math.inf, math.inf, nan, nan, 0, 0, TOO_FEW)
     return noninferiority_test([base[i] for i in ids], [other[i] for i in ids], margin,
                                strata=[strata[i] for i in ids] if strata else None,
                                clusters=cluster_keys(ids, base, other),
