@@ -225,8 +225,8 @@ def paired_delta(a: Sequence[float], b: Sequence[float], *, strata: Sequence[str
                               values=values)
     p = math.nan
     if strata is None or len(set(strata)) == 1:
-        sides = [one_sided_p(x, y, 0.0, upper=u, clusters=clusters, max_cluster=max_cluster, values=values)
-                 for u in (True, False)]
+        sides = [one_sided_p(x, y, 0.0, upper=u, clusters=clusters, max_cluster=max_cluster, values=values,
+                             alpha=alpha) for u in (True, False)]
         p = min(1.0, 2 * min(sides))
     return PairedDelta(round(100 * found.mean, 2), round(100 * found.lower, 2), round(100 * found.upper, 2),
                        round(p, 4) if p == p else p, found.n, found.n_clusters, found.method)
