@@ -211,24 +211,11 @@ def _averages(per_task: dict[tuple[str, str], list[tuple[Arm, Arm]]], rows: Sequ
 
 
 def _pools(run_dir: Path) -> dict[str, tuple[int | None, int]]:
-    """Per task of the run's config: the documents its pool holds and the most questions one holds; empty
-    when the config's data cannot be read here (a plan then says nothing of the pool). A generated task
-    (``ruler:``, ``synthetic:``) has no pool to run out of: raising its ``n`` makes more examples, so its plan
-    is not capped (None)."""
-    from experiments.data.store import CONFIG
-    from experiments.run.config import parse_config
-    from experiments.run.examples import pools
+    """Per task: the documents its source holds and the most questions one holds (``run_pools``: never a
+    pilot's ``limit``)."""
+    from experiments.run.examples import run_pools
 
-    path = run_dir / CONFIG
-    if not path.is_file():
-        return {}
-    try:
-        config = parse_config(yaml.safe_load(path.read_text(encoding="utf-8")) or {})
-        generated = {t.key for t in config.tasks if t.ruler is not None or t.synthetic is not None}
-        return {task: (None if task in generated else documents, largest)
-                for task, (documents, largest) in pools(config, documents=True).items()}
-    except Exception:  # noqa: BLE001 - the data moved or is not fetched: plan without the cap
-        return {}
+    return run_pools(run_dir)
 
 
 def _config_prices(run_dir: Path) -> dict[str, Mapping[str, float]]:

@@ -18,6 +18,14 @@ Each difference lies in [-r, r], so X_c >= -(r + delta) N with N the largest doc
   scale of A: the approximate growth-rate-optimal bet ("aGRAPA", WSR sec. B.3), with mu the mean of the
   past outcomes (0 before any) and sigma2 their variance about the running means, shrunk towards 1/4 by one
   pseudo-observation.
+- ``fixed_n_stakes`` (what the fixed-n test bets): with n known in advance the stake is tuned to it, as
+  WSR sec. 5 tunes its "hedged" capital process: lambda_i = sqrt(2 log(1/alpha) / (n m2_{i-1})), with m2 the
+  mean square of the past outcomes (one pseudo-observation of 1/4), clipped to [0, FIXED_CAP].  By
+  log(1 + lambda y) ~ lambda y - lambda^2 y^2 / 2, the bet that clears log(1/alpha) with the smallest sum of
+  outcomes: the test then needs sum(y) >= sqrt(2 log(1/alpha) sum(y^2)), against about 1.5x that for the
+  growth-optimal bet, which spends the first units learning.  Any predictable stake keeps K a nonnegative
+  supermartingale under H0, so the test stays valid; it is tuned for n, not for stopping early
+  (``sequence_log_wealth``, the sequential rule, keeps the growth-optimal bet).
 - ``one_sided_e``: K_n, averaged over B seeded random orders of the units at fixed n (a mean of e-values is
   an e-value: the average removes the dependence of one bet sequence on the order, WSR sec. 6).
 - ``sequence_log_wealth``: log K_i along one order (the sampling order), for sequential looks.
@@ -30,6 +38,7 @@ from collections.abc import Callable
 import numpy as np
 
 CAP = 0.75  # the largest stake, as a share of 1/A: a loss of A costs at most 75% of the wealth
+FIXED_CAP = 0.9  # the fixed-n test's: six agreeing documents can then bound a difference to about +-49 points
 PERMUTATIONS = 16  # random orders averaged at fixed n
 PRIOR_VARIANCE = 0.25
 SEED = 0
@@ -57,6 +66,21 @@ def stakes(y: np.ndarray, cap: float = CAP) -> np.ndarray:
     return np.clip(np.divide(mean, var, out=mean), 0.0, cap, out=mean)
 
 
+def fixed_n_stakes(y: np.ndarray, alpha: float, cap: float = FIXED_CAP) -> np.ndarray:
+    """The stakes tuned to the known number of units n = y.shape[-1] (module docstring): each uses y_1..y_{i-1}."""
+    n = y.shape[-1]
+    if n == 0:
+        return np.zeros(y.shape)
+    square = np.empty(y.shape, dtype=float)  # n m2_{i-1}: (1/4 + sum of past squares) / i, times n
+    square[..., 0] = PRIOR_VARIANCE
+    np.cumsum(np.square(y[..., :-1]), axis=-1, out=square[..., 1:])
+    square[..., 1:] += PRIOR_VARIANCE
+    square /= np.arange(1, n + 1, dtype=float)
+    square *= n
+    np.divide(2 * np.log(1 / alpha), square, out=square)
+    return np.minimum(np.sqrt(square, out=square), cap, out=square)
+
+
 def _normalised(sums: np.ndarray, sizes: np.ndarray, delta: np.ndarray | float, values: tuple[float, float],
                 bound: float, upper: bool) -> np.ndarray:
     """X / A for the test of "mean <= delta" (``upper``) or the mirror "mean >= delta" (X negated), >= -1:
@@ -67,9 +91,9 @@ def _normalised(sums: np.ndarray, sizes: np.ndarray, delta: np.ndarray | float, 
     return (x if upper else -x) / np.maximum(scale, 1e-12)
 
 
-def log_wealth(y: np.ndarray, cap: float = CAP) -> np.ndarray:
-    """log K_i along the last axis (cumulative)."""
-    growth = stakes(y, cap)
+def log_wealth(y: np.ndarray, cap: float = CAP, *, alpha: float | None = None) -> np.ndarray:
+    """log K_i along the last axis (cumulative): growth-optimal stakes, or with ``alpha`` the fixed-n ones."""
+    growth = stakes(y, cap) if alpha is None else fixed_n_stakes(y, alpha)
     growth *= y
     return np.cumsum(np.log1p(growth, out=growth), axis=-1, out=growth)
 
@@ -81,12 +105,13 @@ def orders(count: int, permutations: int = PERMUTATIONS, seed: int = SEED) -> np
 
 
 def one_sided_e(sums: np.ndarray, sizes: np.ndarray, delta: np.ndarray | float, *, values: tuple[float, float],
-                bound: float, upper: bool, order: np.ndarray) -> np.ndarray:
+                bound: float, upper: bool, order: np.ndarray, alpha: float | None = None) -> np.ndarray:
     """The fixed-n e-value of H0 "mean <= delta" (``upper``) or "mean >= delta", averaged over the orders
-    (B x C indices); vectorized over an array of ``delta``."""
+    (B x C indices); vectorized over an array of ``delta``.  ``alpha``: bet with the stakes tuned to n for a
+    test at that level (``fixed_n_stakes``); None: the growth-optimal stakes."""
     y = _normalised(sums[order], sizes[order], delta, values, bound, upper)  # (..., B, C)
-    final = log_wealth(y)[..., -1]
-    with np.errstate(over="ignore"):  # a wealth past 1e308 is infinite evidence, and inf >= 1/alpha holds
+    final = log_wealth(y, alpha=alpha)[..., -1]
+    with np.errstate(over="ignore", divide="ignore"):  # a wealth past 1e308 is infinite evidence, and inf >= 1/alpha holds
         return np.exp(final).mean(axis=-1)
 
 
@@ -128,4 +153,4 @@ def bounds(reject: Callable[[np.ndarray, bool], np.ndarray], values: tuple[float
     return out[0], out[1]
 
 
-__all__ = ["CAP", "PERMUTATIONS", "bounds", "log_wealth", "one_sided_e", "orders", "sequence_log_wealth", "stakes"]
+__all__ = ["CAP", "FIXED_CAP", "PERMUTATIONS", "bounds", "fixed_n_stakes", "log_wealth", "one_sided_e", "orders", "sequence_log_wealth", "stakes"]

@@ -24,21 +24,31 @@ null then loses 5% of the answers, and 16 pairs escape every loss with probabili
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 
-GRID = 64  # points on the null line, and again between the best point's neighbours
+GRID = 24  # points between a peak's neighbours, at each level of refinement
+FINE = 96  # points on the null line
+LOCAL_PEAKS = 3  # the best grid points refined
 
 
 def _restricted_variance(loss: np.ndarray, gain: np.ndarray, n: int, delta: float) -> np.ndarray:
     """Var of one difference at the MLE of (p_l, p_g) restricted to p_g - p_l = delta (Tango 1998): the
-    root of 2n p^2 - B p - C = 0 for p_l, clipped to the line's range."""
-    ties = n - loss - gain
-    b = loss * (1 - 3 * delta) + gain * (1 - delta) - 2 * ties * delta
-    c = loss * delta * (1 - delta)
-    p = (b + np.sqrt(np.maximum(b * b + 8 * n * c, 0.0))) / (4 * n)
-    p = np.clip(p, max(0.0, -delta), (1 - delta) / 2)
-    return np.maximum(2 * p + delta - delta * delta, 1e-12)
+    root of 2n p^2 - B p - C = 0 for p_l, clipped to the line's range.  In place on one buffer (a table of
+    n = 1,000 has a million outcomes, built for every difference a bound's search tries)."""
+    # B = loss (1 - 3 delta) + gain (1 - delta) - 2 (n - loss - gain) delta, C = loss delta (1 - delta)
+    b = loss * (1 - delta) + gain * (1 + delta) - 2 * n * delta
+    root = b * b
+    root += loss * (8 * n * delta * (1 - delta))
+    np.maximum(root, 0.0, out=root)
+    np.sqrt(root, out=root)
+    root += b
+    root /= 4 * n
+    np.clip(root, max(0.0, -delta), (1 - delta) / 2, out=root)
+    root *= 2
+    root += delta - delta * delta
+    return np.maximum(root, 1e-12, out=root)
 
 
 @functools.lru_cache(maxsize=64)
@@ -48,9 +58,12 @@ def _statistic_table(n: int, delta: float, upper: bool) -> np.ndarray:
     and monotone by construction (the hull of the module docstring, taken on the (loss, gain) grid)."""
     loss = np.arange(n + 1, dtype=float)[:, None]
     gain = np.arange(n + 1, dtype=float)[None, :]
-    t = (gain - loss - n * delta) / np.sqrt(n * _restricted_variance(loss, gain, n, delta))
+    t = _restricted_variance(loss, gain, n, delta)
+    t *= n
+    np.sqrt(t, out=t)
+    np.divide(gain - loss - n * delta, t, out=t)
     if not upper:
-        t = -t
+        np.negative(t, out=t)
     t[loss + gain > n] = np.inf  # impossible outcomes never lower a minimum
     if upper:  # favourable: fewer losses (smaller row), more gains (larger column)
         np.minimum.accumulate(t, axis=0, out=t)
@@ -58,9 +71,14 @@ def _statistic_table(n: int, delta: float, upper: bool) -> np.ndarray:
     else:  # favourable to "worse": more losses, fewer gains
         t = np.minimum.accumulate(t[::-1, :], axis=0)[::-1, :]
         np.minimum.accumulate(t, axis=1, out=t)
-    k = np.arange(n + 1)[:, None]
-    g = np.arange(n + 1)[None, :]
-    by_k = np.where(g <= k, t[np.clip(k - g, 0, n), g], np.nan)
+    # by_k[k, g] = t[k - g, g]: flat index k (n + 1) - g n of t, read through a strided view of t behind n^2
+    # NaNs (g > k falls in them), copied once instead of a million fancy-indexed reads
+    flat = np.empty(n * n + (n + 1) ** 2)
+    flat[: n * n] = np.nan
+    flat[n * n:] = np.ascontiguousarray(t).ravel()
+    step = flat.itemsize
+    view = np.lib.stride_tricks.as_strided(flat[n * n:], shape=(n + 1, n + 1), strides=((n + 1) * step, -n * step))
+    by_k = view.copy()
     by_k.flags.writeable = False
     return by_k
 
@@ -76,22 +94,33 @@ def _thresholds(by_k: np.ndarray, t: float, upper: bool) -> tuple[np.ndarray, np
     return k, np.where(hit.any(1), n - hit[:, ::-1].argmax(1), -1)
 
 
+def _log_binom_pmf(k: np.ndarray, n: int, p: np.ndarray) -> np.ndarray:
+    """log P(Bin(n, p) = k), broadcast (p of 0 or 1 handled: log 0 = -inf)."""
+    from scipy.special import gammaln, xlog1py, xlogy
+
+    return (gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1) + xlogy(k, p) + xlog1py(n - k, -p))
+
+
 def _tail(p_loss: np.ndarray, delta: float, n: int, k: np.ndarray, cut: np.ndarray, upper: bool) -> np.ndarray:
     """P(T' >= t) at each p_l of the null line p_g = p_l + delta (vectorized over ``p_loss``); the
     conditional binomial tails are evaluated only where P(K = k) is not negligible (below 1e-18 a term
-    cannot move the sum).  scipy.stats is imported here, not at the top: it costs seconds, and every command
-    that imports the report's statistics (the dry run among them) would pay them without testing anything."""
-    from scipy import stats
+    cannot move the sum), with scipy.special's binomial tails (the ufuncs, without scipy.stats' per-call
+    checks: a report calls this thousands of times).  scipy is imported here, not at the top: it costs
+    seconds, and every command that imports the report's statistics (the dry run among them) would pay them
+    without testing anything."""
+    from scipy.special import bdtr, bdtrc
 
     p_gain = p_loss + delta
     discordant = np.clip(p_loss + p_gain, 1e-300, 1.0)
     share = np.clip(p_gain / discordant, 0.0, 1.0)
-    pk = stats.binom.pmf(k[None, :], n, discordant[:, None])
+    with np.errstate(divide="ignore"):
+        pk = np.exp(_log_binom_pmf(k[None, :].astype(float), n, discordant[:, None]))
     rows, cols = np.nonzero(pk > 1e-18)
-    if upper:  # P(G >= cut)
-        cond = stats.binom.sf(cut[cols] - 1, k[cols], share[rows])
+    kk, cc, q = k[cols].astype(np.int64), cut[cols].astype(np.int64), share[rows]  # integer counts: scipy
+    if upper:  # P(G >= cut): 1 below 1, 0 past k                                  # warns on float ones
+        cond = np.where(cc <= 0, 1.0, np.where(cc > kk, 0.0, bdtrc(np.maximum(cc - 1, 0), kk, q)))
     else:  # P(G <= cut)
-        cond = stats.binom.cdf(cut[cols], k[cols], share[rows])
+        cond = np.where(cc < 0, 0.0, np.where(cc >= kk, 1.0, bdtr(np.clip(cc, 0, None), kk, q)))
     out = np.bincount(rows, weights=pk[rows, cols] * cond, minlength=len(p_loss))
     return np.clip(out, 0.0, 1.0)
 
@@ -117,41 +146,89 @@ def exact_p(loss: int, gain: int, n: int, delta: float, *, upper: bool = True) -
 
 
 def _sup_tail(by_k: np.ndarray, t: float, n: int, delta: float, upper: bool) -> float:
-    """sup over the null line of P(T' >= t): a grid, then finer grids around its best point."""
+    """sup over the null line of P(T' >= t): a grid of FINE points, then finer grids around each of its
+    LOCAL_PEAKS best local maxima (the tail along the line has several bumps: one refined peak let a
+    neighbouring one pass alpha)."""
     k, cut = _thresholds(by_k, t, upper)
     lo, hi = _line(delta)
     if hi <= lo:
         return float(_tail(np.array([lo]), delta, n, k, cut, upper)[0])
-    grid = np.linspace(lo, hi, GRID)
+    grid = np.linspace(lo, hi, FINE)
     values = _tail(grid, delta, n, k, cut, upper)
     best = float(values.max())
-    for _ in range(2):  # twice: each level narrows the bracket GRID / 2 times
-        i = int(values.argmax())
-        grid = np.linspace(grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)], GRID)
-        values = _tail(grid, delta, n, k, cut, upper)
-        best = max(best, float(values.max()))
+    peaks = np.argsort(values)[::-1][:LOCAL_PEAKS]
+    for i in peaks:
+        local = grid
+        j = int(i)
+        for _ in range(2):  # twice: each level narrows the bracket GRID / 2 times
+            local = np.linspace(local[max(j - 1, 0)], local[min(j + 1, len(local) - 1)], GRID)
+            found = _tail(local, delta, n, k, cut, upper)
+            j = int(found.argmax())
+            best = max(best, float(found.max()))
     return min(1.0, best)
 
 
-@functools.lru_cache(maxsize=4096)
-def exact_bounds(loss: int, gain: int, n: int, alpha: float) -> tuple[float, float]:
+def exact_bounds(loss: int, gain: int, n: int, alpha: float,
+                 anchors: tuple[float, ...] = ()) -> tuple[float, float]:
     """(lower, upper): the confidence bounds the two one-sided exact tests invert at ``alpha`` each.
 
     lower = inf{delta : H0 "<= delta" not rejected}, so a true difference lies below it with probability at
-    most alpha; upper likewise.  Found by bisection on delta (the p-value rises with delta for the lower
-    bound: the tests of a larger delta are less significant)."""
+    most alpha; upper likewise.  At each of the ``anchors`` (a margin, 0) the test itself is run, and a bound
+    clears an anchor exactly when that test rejects: the verdict read off the bound and the p-value at the
+    margin cannot disagree (issue 50: 262 pairs, 15 losses, 13 gains read "not worse" with p = 0.025014).
+    The crossings are found once per outcome (``_crossings``, cached) and only moved to an anchor's edge
+    where its test says otherwise, so the scores table and the verdict table share one search."""
+    lower, upper = _crossings(loss, gain, n, alpha)
+    mean = (gain - loss) / n
+    for anchor in anchors:
+        if not -1 < anchor < 1:
+            continue
+        if anchor < mean:  # the lower bound's side: rejected at the anchor <=> lower > anchor
+            rejected = exact_p(loss, gain, n, anchor, upper=True) <= alpha
+            if rejected and lower <= anchor:
+                lower = float(np.nextafter(anchor, 1.0))
+            elif not rejected and lower > anchor:
+                lower = anchor
+        elif anchor > mean:
+            rejected = exact_p(loss, gain, n, anchor, upper=False) <= alpha
+            if rejected and upper >= anchor:
+                upper = float(np.nextafter(anchor, -1.0))
+            elif not rejected and upper < anchor:
+                upper = anchor
+    return lower, upper
+
+
+@functools.lru_cache(maxsize=4096)
+def _crossings(loss: int, gain: int, n: int, alpha: float) -> tuple[float, float]:
+    """Where each one-sided p-value crosses alpha, by Brent's method on p(delta) - alpha between the end
+    where it rejects (-1 for the lower bound) and the mean (where it never does), to 5e-5; the bound
+    returned is a difference the test keeps."""
+    from scipy.optimize import brentq
+
     mean = (gain - loss) / n
 
     def crossing(upper: bool) -> float:
-        # lower bound: largest delta still rejected, between -1 (always rejected) and the mean (never)
         reject_end, keep_end = (-1.0, mean) if upper else (1.0, mean)
         if exact_p(loss, gain, n, keep_end, upper=upper) <= alpha:  # cannot happen for a sane test; be safe
             return keep_end
-        a, b = reject_end, keep_end
-        while abs(b - a) > 5e-5:
-            mid = (a + b) / 2
-            a, b = (mid, b) if exact_p(loss, gain, n, mid, upper=upper) <= alpha else (a, mid)
-        return b
+        if exact_p(loss, gain, n, reject_end, upper=upper) > alpha:
+            return reject_end
+        # a bracket of a few standard errors first (each try builds one outcome table; Brent's method then
+        # needs about half the steps it takes from the whole range)
+        sd = math.sqrt(max((loss + gain) / n - mean * mean, 1 / n) / n)
+        toward = -1.0 if upper else 1.0
+        for width in (4.0, 8.0):
+            edge = float(np.clip(mean + toward * width * sd, -1.0, 1.0))
+            if edge == reject_end:
+                break
+            if exact_p(loss, gain, n, edge, upper=upper) <= alpha:
+                reject_end = edge
+                break
+            keep_end = edge
+        root = brentq(lambda d: exact_p(loss, gain, n, float(d), upper=upper) - alpha - 1e-15, reject_end,
+                      keep_end, xtol=5e-5)
+        step = 5e-5 if keep_end > reject_end else -5e-5
+        return float(root + step) if exact_p(loss, gain, n, float(root), upper=upper) <= alpha else float(root)
 
     return crossing(True), crossing(False)
 
@@ -178,4 +255,6 @@ def rejection_table(n: int, delta: float, alpha: float, *, upper: bool = True) -
     return rejected
 
 
-__all__ = ["exact_bounds", "exact_p", "rejection_table"]
+binary_tail = _tail  # P(T' >= t) at any (p_l, p_l + delta): what a plan sums its power with
+
+__all__ = ["binary_tail", "exact_bounds", "exact_p", "rejection_table"]

@@ -54,12 +54,50 @@ def _binary_singletons(a: np.ndarray, b: np.ndarray, units: Units) -> bool:
             and bool(np.all((a == 0) | (a == 1)) and np.all((b == 0) | (b == 1))))
 
 
+def check_scores(where: str, *arrays: np.ndarray, low: float = 0.0, high: float = 1.0,
+                 allow_empty: bool = False) -> None:
+    """One clear error for input a valid test cannot take: no pairs, a score that is not a number, or one
+    outside [low, high] (0-100 scores passed for 0-1 ones: the bound every guarantee rests on)."""
+    if not allow_empty and any(len(x) == 0 for x in arrays):
+        raise ValueError(f"{where}: no scores to test (an empty sample decides nothing; check the cell's pairs)")
+    for x in arrays:
+        if len(x) and not np.all(np.isfinite(x)):
+            bad = int(np.count_nonzero(~np.isfinite(x)))
+            raise ValueError(f"{where}: {bad} score(s) are not a number (NaN or infinite): a bug upstream, never a "
+                             "p-value")
+        if len(x) and (x.min() < low or x.max() > high):
+            hint = " (0-100 scores? divide by 100)" if x.max() > high and x.max() <= 100 * high else ""
+            raise ValueError(f"{where}: scores must lie in [{low:g}, {high:g}], the bound the test's guarantee rests "
+                             f"on; got values from {x.min():g} to {x.max():g}{hint}")
+
+
+def check_margin(where: str, margin: float) -> None:
+    if not (math.isfinite(margin) and margin >= 0):
+        raise ValueError(f"{where}: the margin must be a number of points >= 0, got {margin!r}")
+
+
+def document_bound(units: Units, max_cluster: float | None) -> float:
+    """The most questions one document may hold, which bounds a document's sum for the betting test: the
+    task's pool's largest document, fixed before any score (``max_cluster``).  It must not come from the
+    sample: a sample's largest document is random, and when rare long documents carry the losses the sample
+    that misses them gets a bound they break (docs/metrics.md: a false "not worse" in 0.117 of trials at 200
+    documents).  Without it (a caller that cannot read the pool) the sample's largest is used: valid only
+    given the sizes drawn."""
+    largest = float(units.sizes.max()) if len(units.sizes) else 1.0
+    if max_cluster is None:
+        return largest
+    if largest > max_cluster:
+        raise ValueError(f"a document of {int(largest)} questions passes the pool's largest ({max_cluster:g}): the "
+                         "bound the betting test was given is not the pool's")
+    return float(max_cluster)
+
+
 def _betting_rejects(units: Units, alpha: float, values: tuple[float, float], bound: float):
     order = betting.orders(len(units.sums))
 
     def reject(deltas: np.ndarray, upper: bool) -> np.ndarray:
         e = betting.one_sided_e(units.sums, units.sizes, deltas, values=values, bound=bound, upper=upper,
-                                order=order)
+                                order=order, alpha=alpha)
         return e >= 1 / alpha
 
     return reject
@@ -70,9 +108,9 @@ def _one_stratum(a: np.ndarray, b: np.ndarray, units: Units, alpha: float, value
     d = b - a
     if _binary_singletons(a, b, units) and values == (-1.0, 1.0):
         loss, gain = int(np.sum(d < 0)), int(np.sum(d > 0))
-        lo, hi = exact.exact_bounds(loss, gain, len(d), alpha)
+        lo, hi = exact.exact_bounds(loss, gain, len(d), alpha, tuple(anchors))
         return lo, hi, "exact"
-    bound = float(max_cluster or units.sizes.max())
+    bound = document_bound(units, max_cluster)
     lo, hi = betting.bounds(_betting_rejects(units, alpha, values, bound), values, float(d.mean()), anchors=anchors)
     return lo, hi, "betting"
 
@@ -87,11 +125,7 @@ def difference_bounds(a: Sequence[float], b: Sequence[float], *, clusters: Seque
     questions one document of the task can hold (default: the largest in the sample), which bounds a
     document's sum for the betting test.  ``anchors``: differences the betting bounds are computed at exactly
     (a margin, 0), so that a verdict read off a bound agrees with the test at that difference."""
-    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    if x.shape != y.shape:
-        raise ValueError(f"paired samples must have the same length, got {len(x)} and {len(y)}")
-    if len(x) == 0:
-        return Bounds(math.nan, math.nan, math.nan, 0, 0, "none")
+    x, y = _paired("difference_bounds", a, b, values)
     units = as_units(y - x, strata, clusters)
     keys = list(strata) if strata is not None else [""] * len(x)
     names = list(dict.fromkeys(keys))
@@ -112,20 +146,18 @@ def difference_bounds(a: Sequence[float], b: Sequence[float], *, clusters: Seque
 
 def one_sided_p(a: Sequence[float], b: Sequence[float], delta: float, *, upper: bool = True,
                 clusters: Sequence[str] | None = None, values: tuple[float, float] = (-1.0, 1.0),
-                max_cluster: int | None = None) -> float:
+                max_cluster: int | None = None, alpha: float = ALPHA) -> float:
     """The p-value of H0 "mean(b - a) <= delta" (``upper``) or ">= delta": the exact test's, or 1/e of the
-    betting test (valid by Markov's inequality).  Unstratified only (a stratified row is decided by its
-    interval)."""
-    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    if len(x) == 0:
-        return math.nan
+    betting test with its stakes tuned for ``alpha`` (valid by Markov's inequality, and <= alpha exactly when
+    the test at ``alpha`` rejects).  Unstratified only (a stratified row is decided by its interval)."""
+    x, y = _paired("one_sided_p", a, b, values)
     units = as_units(y - x, None, clusters)
     if _binary_singletons(x, y, units) and values == (-1.0, 1.0):
         d = y - x
         return exact.exact_p(int(np.sum(d < 0)), int(np.sum(d > 0)), len(d), delta, upper=upper)
-    bound = float(max_cluster or units.sizes.max())
+    bound = document_bound(units, max_cluster)
     e = betting.one_sided_e(units.sums, units.sizes, np.array([delta]), values=values, bound=bound, upper=upper,
-                            order=betting.orders(len(units.sums)))
+                            order=betting.orders(len(units.sums)), alpha=alpha)
     return float(min(1.0, 1.0 / max(float(e[0]), 1e-300)))
 
 
@@ -136,12 +168,28 @@ def mean_bounds(values: Sequence[float], *, clusters: Sequence[str] | None = Non
     from scipy import stats
 
     x = np.asarray(values, dtype=float)
+    check_scores("mean_bounds", x)
     units = as_units(x, None, clusters)
     if units.singletons and np.all((x == 0) | (x == 1)):
         ci = stats.binomtest(int(x.sum()), len(x)).proportion_ci(confidence_level=1 - 2 * alpha, method="exact")
         return float(ci.low), float(ci.high)
-    bound = float(max_cluster or units.sizes.max())
+    bound = document_bound(units, max_cluster)
     return betting.bounds(_betting_rejects(units, alpha, (0.0, 1.0), bound), (0.0, 1.0), float(x.mean()))
+
+
+def _paired(where: str, a: Sequence[float], b: Sequence[float],
+            values: tuple[float, float]) -> tuple[np.ndarray, np.ndarray]:
+    """The paired samples as arrays, checked: equal lengths, not empty, numbers, and scores in [0, 1] (for
+    differences in the default (-1, 1)) or differences within ``values``."""
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if x.shape != y.shape:
+        raise ValueError(f"{where}: paired samples must have the same length, got {len(x)} and {len(y)}")
+    if values == (-1.0, 1.0):
+        check_scores(where, x, y)
+    else:
+        check_scores(where, x, y, low=-math.inf, high=math.inf)
+        check_scores(where, y - x, low=values[0], high=values[1])
+    return x, y
 
 
 def _in_unit_interval(*arrays: np.ndarray) -> bool:
@@ -177,8 +225,8 @@ def paired_delta(a: Sequence[float], b: Sequence[float], *, strata: Sequence[str
                               values=values)
     p = math.nan
     if strata is None or len(set(strata)) == 1:
-        sides = [one_sided_p(x, y, 0.0, upper=u, clusters=clusters, max_cluster=max_cluster, values=values)
-                 for u in (True, False)]
+        sides = [one_sided_p(x, y, 0.0, upper=u, clusters=clusters, max_cluster=max_cluster, values=values,
+                             alpha=alpha) for u in (True, False)]
         p = min(1.0, 2 * min(sides))
     return PairedDelta(round(100 * found.mean, 2), round(100 * found.lower, 2), round(100 * found.upper, 2),
                        round(p, 4) if p == p else p, found.n, found.n_clusters, found.method)

@@ -7,9 +7,11 @@ CONFIDENCE = 0.95
 # Below this many pairs an interval says little: reports then give the delta and its n, without an interval
 # or a p-value.
 MIN_PAIRS = 5
-# Below this many documents no verdict and no star are given: no valid test at one-sided 0.025 can reject with
-# five units or fewer of unknown spread (five sign patterns: 1/2^5 = 0.031), and the cell says "too few
-# documents" instead of an interval the reader might over-read.
+# Below this many documents no verdict and no star are given.  Not because no valid test could reject: with
+# one 0/1 question a document, five gains out of five reject "worse by 5 points" (the least favourable null
+# gains at most 47.5%: 0.475^5 = 0.0245 < 0.025).  But five units of unknown spread say little a reader
+# should act on (a sign test of five has 1/2^5 = 0.031), so the cell says "too few documents" instead of a
+# verdict the reader might over-read; its interval is still given from MIN_PAIRS pairs.
 MIN_CLUSTERS = 6
 # The one-sided level of a non-inferiority verdict: 0.025, the lower half of the report's 95% intervals (the
 # CONSORT convention for non-inferiority: a two-sided 95% interval's lower bound against the margin).

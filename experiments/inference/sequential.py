@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from experiments.inference import betting
+from experiments.inference.paired import check_margin, check_scores
 from experiments.inference.results import ALPHA, MIN_CLUSTERS
 from experiments.inference.units import as_units
 from experiments.inference.verdicts import UNINFORMATIVE, at_edge
@@ -62,6 +63,7 @@ def look(sums: np.ndarray, sizes: np.ndarray, margin: float, *, alpha: float = A
          values: tuple[float, float] = (-1.0, 1.0)) -> Look:
     """The decision at one look over the documents so far (``sums``/``sizes`` per document of arm - full, in
     sampling order), margin in points; ``bound``: the most questions a document of the task holds."""
+    check_margin("look", margin)
     bound = float(bound or sizes.max())
     if len(sizes) and sizes.max() > bound:
         raise ValueError(f"a document of {int(sizes.max())} questions passes the bound of {bound:g} the betting "
@@ -148,7 +150,9 @@ def decide_in_looks(a: Sequence[float], b: Sequence[float], margin: float, *, cl
     what ``--until-decided`` does)."""
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if x.shape != y.shape:
-        raise ValueError(f"paired samples must have the same length, got {len(x)} and {len(y)}")
+        raise ValueError(f"decide_in_looks: paired samples must have the same length, got {len(x)} and {len(y)}")
+    check_scores("decide_in_looks", x, y)
+    check_margin("decide_in_looks", margin)
     keys = list(clusters) if clusters is not None else [str(i) for i in range(len(x))]
     units = as_units(y - x, None, keys)
     order = list(dict.fromkeys(keys))  # documents in sampling order (as_units keeps first appearance)

@@ -121,14 +121,15 @@ def exact_not_worse(draws: Draws, margin: float, alpha: float = ALPHA) -> np.nda
 
 
 def betting_e(sums: np.ndarray, sizes: np.ndarray, delta: float, *, bound: float, upper: bool = True,
-              values: tuple[float, float] = (-1.0, 1.0)) -> np.ndarray:
-    """The fixed-n betting e-value per trial (trials x documents), averaged over the report's seeded orders."""
+              values: tuple[float, float] = (-1.0, 1.0), alpha: float | None = ALPHA) -> np.ndarray:
+    """The fixed-n betting e-value per trial (trials x documents), averaged over the report's seeded orders,
+    with the report's stakes (tuned to n for ``alpha``; None: the growth-optimal ones)."""
     order = betting.orders(sums.shape[1])
     out = np.empty(len(sums))
     for start in range(0, len(sums), CHUNK):
         block = slice(start, start + CHUNK)
         y = betting._normalised(sums[block][:, order], sizes[block][:, order], delta, values, bound, upper)
-        out[block] = np.exp(betting.log_wealth(y)[..., -1]).mean(axis=-1)
+        out[block] = np.exp(betting.log_wealth(y, alpha=alpha)[..., -1]).mean(axis=-1)
     return out
 
 
@@ -137,7 +138,7 @@ def betting_not_worse(draws: Draws, margin: float, alpha: float = ALPHA, bound: 
     if draws.sums.shape[1] < MIN_CLUSTERS:
         return np.zeros(len(draws.sums), dtype=bool)
     bound = float(bound or draws.sizes.max())
-    return (betting_e(draws.sums, draws.sizes, -margin / 100, bound=bound) >= 1 / alpha) & _informative(draws, margin)
+    return (betting_e(draws.sums, draws.sizes, -margin / 100, bound=bound, alpha=alpha) >= 1 / alpha) & _informative(draws, margin)
 
 
 def sequential_not_worse(draws: Draws, margin: float, looks: list[int], alpha: float = ALPHA,

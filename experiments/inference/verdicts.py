@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from experiments.inference.paired import difference_bounds, one_sided_p
+from experiments.inference.paired import check_margin, check_scores, difference_bounds, one_sided_p
 from experiments.inference.results import ALPHA, MIN_CLUSTERS, MIN_PAIRS, PairedDelta
 from experiments.inference.units import as_units
 
@@ -90,13 +90,10 @@ def noninferiority_test(a: Sequence[float], b: Sequence[float], margin: float, *
     """
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if x.shape != y.shape:
-        raise ValueError(f"paired samples must have the same length, got {len(x)} and {len(y)}")
+        raise ValueError(f"noninferiority_test: paired samples must have the same length, got {len(x)} and {len(y)}")
+    check_scores("noninferiority_test", x, y)
+    check_margin("noninferiority_test", margin)
     nan = math.nan
-    if len(x) == 0:
-        return NonInferiority(nan, nan, nan, nan, nan, 0, 0, CANNOT_TELL, alpha)
-    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y)) and min(x.min(), y.min()) >= 0 and max(x.max(), y.max()) <= 1):
-        raise ValueError("noninferiority_test takes scores in [0, 1] (its guarantee rests on that bound); got values "
-                         f"from {min(x.min(), y.min()):g} to {max(x.max(), y.max()):g}")
     units = as_units(y - x, strata, clusters)
     point, c = units.statistic, len(units.sums)
     # the floor and ceiling of a stratified row: every stratum's full mean there
@@ -114,8 +111,8 @@ def noninferiority_test(a: Sequence[float], b: Sequence[float], margin: float, *
         return NonInferiority(round(100 * point, 2), round(100 * found.lower, 2), round(100 * found.upper, 2), nan,
                               nan, len(x), c, untested, alpha, found.method)
     if strata is None or len(set(strata)) == 1:
-        p = one_sided_p(x, y, shift, upper=True, clusters=clusters, max_cluster=max_cluster)
-        p_worse = one_sided_p(x, y, shift, upper=False, clusters=clusters, max_cluster=max_cluster)
+        p = one_sided_p(x, y, shift, upper=True, clusters=clusters, max_cluster=max_cluster, alpha=alpha)
+        p_worse = one_sided_p(x, y, shift, upper=False, clusters=clusters, max_cluster=max_cluster, alpha=alpha)
     else:
         p = p_worse = nan
     if found.lower > shift + 1e-12:

@@ -7,6 +7,7 @@ prediction lines it averages.
 """
 from __future__ import annotations
 
+import math
 import statistics
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -20,6 +21,7 @@ from experiments.data.records import Failure, Prediction, RecordKey, Trace
 from experiments.data.store import RunDir
 from experiments.report.stats import (
     MIN_PAIRS,
+    TOO_FEW,
     MeanInterval,
     NonInferiority,
     PairedDelta,
@@ -96,10 +98,11 @@ class RunData:
     failures: list[Failure]
     cells: list[Cell]
     manifest: dict[str, Any]
+    largest: dict[str, int] = field(default_factory=dict)  # each task's pool's largest document (``run_pools``)
 
     def items(self) -> dict[tuple[str, str], Scores]:
         """Item scores by (task, config hash), then example id: what paired statistics pair on."""
-        return item_scores(self.predictions)
+        return item_scores(self.predictions, self.largest)
 
 
 class Scores(dict[str, float]):
@@ -109,25 +112,38 @@ class Scores(dict[str, float]):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.clusters: dict[str, str] = {}
+        # the most questions one document of the task's pool holds: fixed before any score, it bounds a
+        # document's sum in the betting test (None: the pool could not be read; the sample's largest is used)
+        self.largest: int | None = None
 
     def cluster(self, example_id: str) -> str:
         return self.clusters.get(example_id, example_id)
 
 
-def item_scores(predictions: Sequence[Prediction]) -> dict[tuple[str, str], Scores]:
+def item_scores(predictions: Sequence[Prediction],
+                largest: Mapping[str, int] | None = None) -> dict[tuple[str, str], Scores]:
+    """Item scores by (task, config hash); ``largest``: each task's pool's largest document (``Scores.largest``)."""
     out: dict[tuple[str, str], Scores] = defaultdict(Scores)
     for r in predictions:
         scores = out[(r.task, r.config_hash)]
         scores[r.id] = float(r.score)
         if r.cluster:
             scores.clusters[r.id] = r.cluster
+    for (task, _), scores in out.items():
+        scores.largest = (largest or {}).get(task)
     return out
+
+
+def pool_bound(*scores: Mapping[str, float]) -> int | None:
+    """The bound on a document's size the tests of these scores take: the largest of their tasks' pools."""
+    known = [b for b in (getattr(s, "largest", None) for s in scores) if b]
+    return max(known) if known else None
 
 
 def scores_interval(scores: Mapping[str, float]) -> MeanInterval:
     """One cell's mean score with its 95% interval, over its examples' clusters."""
     ids = list(scores)
-    return mean_interval([scores[i] for i in ids], clusters=cluster_keys(ids, scores))
+    return mean_interval([scores[i] for i in ids], clusters=cluster_keys(ids, scores), max_cluster=pool_bound(scores))
 
 
 def cluster_keys(ids: Sequence[str], *scores: Mapping[str, float]) -> list[str] | None:
@@ -190,11 +206,12 @@ def _family(spec_name: str) -> str:
 
 
 def compute_cells(predictions: Sequence[Prediction], failures: Sequence[Failure] = (),
-                  manifest: dict[str, Any] | None = None) -> list[Cell]:
+                  manifest: dict[str, Any] | None = None, *, largest: Mapping[str, int] | None = None) -> list[Cell]:
     """Aggregate prediction lines into cells with the task's metric (LongBench: 100 x mean, 2 decimals).
 
     Cells come in config order (grid point, then task) when the manifest is
-    given, else in order of first appearance.  Two grid points that share a
+    given, else in order of first appearance.  ``largest``: each task's pool's
+    largest document, the bound of the betting test (``run_pools``).  Two grid points that share a
     label are told apart by their config hash.
     """
     groups: dict[tuple[str, str], list[Prediction]] = defaultdict(list)
@@ -250,7 +267,7 @@ def compute_cells(predictions: Sequence[Prediction], failures: Sequence[Failure]
             compressor_kind=head.compressor_kind, order=order.get(key, (10**6, 10**6)),
         ))
     _disambiguate(cells)
-    _attach_deltas(cells, item_scores(predictions))
+    _attach_deltas(cells, item_scores(predictions, largest))
     return cells
 
 
@@ -297,7 +314,7 @@ def paired_vs(base: Mapping[str, float], other: Mapping[str, float], strata: dic
     ids = sorted(set(base) & set(other))
     return paired_delta([base[i] for i in ids], [other[i] for i in ids],
                         strata=[strata[i] for i in ids] if strata else None, clusters=cluster_keys(ids, base, other),
-                        scale=scale)
+                        scale=scale, max_cluster=pool_bound(base, other))
 
 
 def noninferiority_vs(base: Mapping[str, float], other: Mapping[str, float], margin: float,
@@ -305,9 +322,13 @@ def noninferiority_vs(base: Mapping[str, float], other: Mapping[str, float], mar
     """``noninferiority_test`` of ``other`` against ``base`` on the ids both hold, paired and clustered as
     ``paired_vs`` pairs them."""
     ids = sorted(set(base) & set(other))
+    if not ids:  # nothing paired (an arm whose every example failed): no test, and the table says why
+        nan = float("nan")
+        return NonInferiority(nan, -math.inf, math.inf, nan, nan, 0, 0, TOO_FEW)
     return noninferiority_test([base[i] for i in ids], [other[i] for i in ids], margin,
                                strata=[strata[i] for i in ids] if strata else None,
-                               clusters=cluster_keys(ids, base, other), **options)
+                               clusters=cluster_keys(ids, base, other),
+                               **{"max_cluster": pool_bound(base, other), **options})
 
 
 def merged_scores(parts: Sequence[tuple[str, Mapping[str, float]]]) -> tuple[Scores, dict[str, str]]:
@@ -321,6 +342,7 @@ def merged_scores(parts: Sequence[tuple[str, Mapping[str, float]]]) -> tuple[Sco
             merged[key], strata[key] = value, stratum
             if ex_id in known:
                 merged.clusters[key] = known[ex_id]
+    merged.largest = pool_bound(*(scores for _, scores in parts))
     return merged, strata
 
 
@@ -328,9 +350,12 @@ def load_run(run_dir: str | Path) -> RunData:
     """A run directory's records, read without writing, and its cells."""
     files = RunDir(Path(run_dir)).require()
     preds, fails, manifest = files.predictions.read(), files.failures.read(), files.manifest()
-    cells = compute_cells(preds, fails, manifest)
+    from experiments.run.examples import run_pools  # reads the config's data: only a run directory's report pays it
+
+    largest = {task: bound for task, (_, bound) in run_pools(files.path).items()}
+    cells = compute_cells(preds, fails, manifest, largest=largest)
     with_confidence_sequences(cells, files.path)
-    return RunData(files.path, preds, fails, cells, manifest)
+    return RunData(files.path, preds, fails, cells, manifest, largest)
 
 
 def with_confidence_sequences(cells: Sequence[Cell], run_dir: Path) -> None:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 from core.errors import UserError
 from core.registry import ComponentSpec
@@ -63,6 +64,31 @@ def pools(config: RunConfig, *, documents: bool = False) -> dict[str, tuple[int,
         out[task.key] = (len(per_document) if documents else sum(per_document.values()),
                          max(per_document.values(), default=1))
     return out
+
+
+def run_pools(run_dir: str | Path) -> dict[str, tuple[int | None, int]]:
+    """Per task of a run directory's config: the documents its source holds (the whole file, whatever a
+    pilot's ``limit`` kept: a pilot of 6 questions from a 2,655-question file must size a study of the
+    file; None for a generated task, whose ``n`` makes more) and the most questions one document of that
+    source holds (the bound a document's sum takes in the betting test, fixed before any score).  Empty
+    when the config or its data cannot be read here."""
+    import yaml
+
+    from experiments.data.store import CONFIG
+    from experiments.run.config import parse_config
+
+    path = Path(run_dir) / CONFIG
+    if not path.is_file():
+        return {}
+    try:
+        config = parse_config(yaml.safe_load(path.read_text(encoding="utf-8")) or {})
+        generated = {t.key for t in config.tasks if t.ruler is not None or t.synthetic is not None}
+        whole = config.model_copy(update={"tasks": [t if t.key in generated else t.model_copy(update={"limit": None})
+                                                    for t in config.tasks]})
+        return {task: (None if task in generated else documents, largest)
+                for task, (documents, largest) in pools(whole, documents=True).items()}
+    except Exception:  # noqa: BLE001 - the data moved or is not fetched: the caller says the pool is unknown
+        return {}
 
 
 def _ruler_examples(spec: TaskSpec, task: TaskConfig) -> list[Example]:

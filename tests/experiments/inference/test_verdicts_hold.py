@@ -168,5 +168,5 @@ def test_a_score_that_is_not_a_number_is_an_error_not_a_p_value():
     for bad in ([0.5, float("nan")] * 4, [0.5, float("inf")] * 4):
         with pytest.raises(ValueError, match="not a number"):
             paired_delta([0.5] * 8, bad)
-        with pytest.raises(ValueError, match="in \\[0, 1\\]"):
+        with pytest.raises(ValueError, match="not a number"):
             noninferiority_test([0.5] * 8, bad, 5.0)

@@ -1,0 +1,44 @@
+"""Issue 50 (part A) for ``plan``: it sizes to the power asked (the expected power, not a 90% upper bound of
+the pilot's spread), and it reads the task's pool from its source, never from a pilot's ``limit``."""
+from __future__ import annotations
+
+import numpy as np
+import yaml
+from scipy import stats
+
+from experiments.design.forecast import _pools
+from experiments.inference import exact
+from experiments.inference.power import needed, pilot
+
+
+def _true_power(n: int, discordant: float, margin: float = 5.0) -> float:
+    """The exact test's power at n at a true difference of 0: its rejection region's trinomial probability,
+    summed cell by cell (by definition, not by the plan's code path)."""
+    loss, gain = np.nonzero(exact.rejection_table(n, -margin / 100, 0.025))
+    return float(stats.multinomial.pmf(np.stack([loss, gain, n - loss - gain], 1), n,
+                                       [discordant / 2, discordant / 2, 1 - discordant]).sum())
+
+
+def test_a_plan_asks_the_n_that_gives_the_power_not_twice_it():
+    """A 40-question pilot in which 4 answers changed (2 lost, 2 gained), at its truth (10% discordant, Δ = 0):
+    the n planned for 80% power gives at least 0.8 on the truth, and n / 1.3 gives less -- within 1.3x of the
+    n that gives it.  The old plan took the pilot's discordance at its 90% upper bound (18%) and asked about
+    1.8x that n."""
+    full = [1.0] * 2 + [0.0] * 2 + [1.0] * 18 + [0.0] * 18
+    arm = [0.0] * 2 + [1.0] * 2 + [1.0] * 18 + [0.0] * 18
+    plan = needed(pilot(full, arm), 5.0, delta=0.0, power=0.8)
+    n = int(plan.n_clusters)
+    assert _true_power(n, 0.10) >= 0.8
+    assert _true_power(int(n / 1.3), 0.10) < 0.8
+
+
+def test_a_pilots_limit_does_not_shrink_the_pool(tmp_path, shared_data):
+    """A pilot of 6 questions of natural_question (20 documents in the file) must be able to size a study of
+    the file: the pool is the source's, whatever ``limit`` kept (the old plan read "pool holds 6 documents")."""
+    source = shared_data / "leval" / "natural_question.jsonl"
+    config = {"name": "pilot", "readers": ["extractive"], "compressors": ["full"],
+              "tasks": [{"name": "natural_question", "path": str(source), "limit": 6}]}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    documents, largest = _pools(tmp_path)["natural_question"]
+    assert documents == 20  # the file's documents (two of its 21 lines share one), not the 6 a pilot read
+    assert largest >= 2
