@@ -191,13 +191,17 @@ def largest_documents(config: RunConfig, caps: dict[str, int]) -> dict[str, int]
     """Per task, the most questions one document holds in the sample at the maximum n (after a sweep moves
     each question through its positions): what bounds a document's sum in the betting test.  Samples are
     nested and dealt by whole documents, so every look's documents are among them, and the sample is drawn
-    before any score is seen, so the bound is fixed in advance as the test needs."""
+    before any score is seen, so the bound is fixed in advance as the test needs.  It is never below the pool's
+    largest document: a sample that happened to miss the rare long documents would otherwise bound the sums by
+    its own short ones and test a mean the pool does not have (docs/metrics.md, "Rare long documents")."""
     from collections import Counter
 
-    from experiments.run.examples import load_task_examples
+    from experiments.run.examples import load_task_examples, pools
 
     capped = at_step(config, caps)
-    return {t.key: max(Counter(e.cluster or e.id for e in load_task_examples(t)).values(), default=1)
+    pooled = pools(config)
+    return {t.key: max(max(Counter(e.cluster or e.id for e in load_task_examples(t)).values(), default=1),
+                       pooled[t.key][1])
             for t in capped.tasks}
 
 
