@@ -246,6 +246,100 @@ def full_vector_top(index, query: str, k: int) -> np.ndarray:
     return top[scores[top] > 0]
 
 
+GOLD_WORDS = 100  # filler passages' length in words, as DPR's passages
+
+
+def nq_corpus(folder: Path, litm: Path, n: int):
+    """NQ-Open's questions, and a corpus of ``n`` passages: the gold passages (titled), then filler of 100 words
+    drawn (seeded) from the word frequencies of those passages, its word ids cached in ``folder`` (not in git).
+    Returns (questions, gold passages, text_of(row), blocks) with ``blocks()`` the texts in row order."""
+    from collections import Counter
+
+    from experiments.protocols.corpus import load_litm_corpus
+
+    questions, gold = load_litm_corpus(litm)
+    counts = Counter(w for p in gold for w in p.text.split())
+    words = np.array(list(counts))
+    filler_path = folder / f"filler-{n}.npy"
+    if not filler_path.exists():
+        weights = np.array(list(counts.values()), np.float64)
+        rng = np.random.default_rng(0)
+        ids = np.lib.format.open_memmap(filler_path.with_suffix(".partial.npy"), mode="w+", dtype=np.int32,
+                                        shape=(max(n - len(gold), 0), GOLD_WORDS))
+        for lo in range(0, len(ids), 100_000):
+            ids[lo: lo + 100_000] = rng.choice(len(words), size=(len(ids[lo: lo + 100_000]), GOLD_WORDS),
+                                                p=weights / weights.sum())
+        ids.flush()
+        del ids
+        os.replace(filler_path.with_suffix(".partial.npy"), filler_path)
+    filler = np.load(filler_path, mmap_mode="r")
+    gold_texts = [f"{p.title} {p.text}" if p.title else p.text for p in gold]
+
+    def text_of(row: int) -> str:
+        return gold_texts[row] if row < len(gold) else " ".join(words[filler[row - len(gold)]])
+
+    def blocks():
+        yield gold_texts
+        for lo in range(0, len(filler), 10_000):
+            yield [" ".join(ws) for ws in words[filler[lo: lo + 10_000]]]
+
+    return questions, gold, text_of, blocks
+
+
+def bm25_real(args) -> None:
+    """Real NQ-Open questions over the gold passages plus filler: ctxcomp's engine against bm25s's own retrieve
+    on the same memory-mapped index and tokens, alternating rounds, best of; and recall@1/5/20."""
+    import bm25s
+
+    from retrievers.bm25_corpus import BM25Corpus, build_bm25
+    from retrievers.metrics import hit_has_answer, recall_at_k
+
+    folder = Path(args.dir or tempfile.mkdtemp(prefix="bench-bm25-real-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    questions, gold, text_of, blocks = nq_corpus(folder, Path(args.litm), args.n)
+    questions = questions[: args.limit]
+    for analyzer in args.analyzers.split(","):
+        t0 = time.perf_counter()
+        built = build_bm25(folder / f"bm25-{analyzer}-{args.n}", blocks, n=args.n, analyzer=analyzer,
+                           source=f"nq-gold+filler-{args.n}", say=lambda m: print(m, file=sys.stderr, flush=True))
+        build_s = time.perf_counter() - t0
+        index = BM25Corpus(built)
+        ids = [index.query_ids(q.query) for q in questions]
+        inverse = {i: t for t, i in index.vocab.items()}
+        tokens = [[inverse[i] for i in q] for q in ids]
+        asked = [i for i, q in enumerate(ids) if q]  # bm25s refuses a query with no known term
+        times = {"ctxcomp": float("inf"), "bm25s": float("inf")}
+        ours = theirs = None
+        for _ in range(args.rounds):
+            t0 = time.perf_counter()
+            ours = [index.top(q, 20) for q in ids]
+            times["ctxcomp"] = min(times["ctxcomp"], time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            theirs = index.engine.retrieve([tokens[i] for i in asked], k=20, show_progress=False)
+            times["bm25s"] = min(times["bm25s"], time.perf_counter() - t0)
+        # the same lists: the same rows and bm25s's scores (its order among equal scores is its own)
+        same = sum(set(ours[i].rows[ours[i].scores > 0].tolist()) == set(
+            theirs.documents[j][theirs.scores[j] > 0].tolist()) for j, i in enumerate(asked))
+        same_scores = all(np.array_equal(np.sort(ours[i].scores), np.sort(theirs.scores[j][theirs.scores[j] > 0]))
+                          for j, i in enumerate(asked))
+        relevant = [[hit_has_answer(text_of(int(r)), q.answers) for r in ours[i].rows] for i, q in enumerate(questions)]
+        full = [int(sum(index.indptr[t + 1] - index.indptr[t] for t in q)) for q in ids]
+        read = [r.postings_read for r in ours]
+        disk = sum(f.stat().st_size for f in built.iterdir())
+        print(json.dumps({"what": "bm25-real", "string": analyzer, "n": args.n, "questions": len(questions),
+                          "build_s": round(build_s, 1), "qps": round(len(ids) / times["ctxcomp"], 1),
+                          "qps_bm25s": round(len(asked) / times["bm25s"], 1),
+                          "ratio": round(len(ids) / times["ctxcomp"] / (len(asked) / times["bm25s"]), 2),
+                          "same_top20": f"{same}/{len(asked)}", "same_scores": same_scores,
+                          "terms_mean": round(float(np.mean([len(q) for q in ids])), 2),
+                          "postings_all_mean": round(float(np.mean(full))), "postings_read_mean": round(float(np.mean(read))),
+                          "postings_read_median": int(np.median(read)), "postings_read_max": int(np.max(read)),
+                          "recall": {k: round(v, 3) for k, v in recall_at_k(relevant, [1, 5, 20]).items()},
+                          "index_disk_bytes": disk, "vocab": len(index.vocab), "bm25s": bm25s.__version__,
+                          "peak_rss_mb": round(rss_peak_mb()), "rss_anon_mb": rss_anon_mb(),
+                          "load": os.getloadavg()[0]}), flush=True)
+
+
 def e2e(args) -> None:
     """Write the corpus (oracle passages, then filler) as a TSV, then time ``ctxcomp curve`` on it."""
     import gzip
@@ -395,6 +489,14 @@ def main() -> None:
     e.add_argument("--reader", default="extractive")
     e.add_argument("--limit", type=int, default=500)
     e.add_argument("--dir")
+    q = sub.add_parser("bm25-real")
+    q.add_argument("--n", type=int, default=1_000_000, help="passages: NQ-Open's gold ones, then filler")
+    q.add_argument("--litm", default=str(Path(os.environ.get("CTXCOMP_DATA_DIR", "data"))
+                                          / "lost_in_the_middle" / "nq-open-oracle.jsonl.gz"))
+    q.add_argument("--limit", type=int, default=500, help="questions")
+    q.add_argument("--analyzers", default="english,words")
+    q.add_argument("--rounds", type=int, default=2)
+    q.add_argument("--dir")
     r = sub.add_parser("real")
     r.add_argument("--strings", default="IVF64,Flat;IVF64,SQ8;IVF64,SQ4;IVF64,PQ48x4;IVF64,PQ96x4;HNSW32,Flat")
     r.add_argument("--nprobe", type=int, default=8)
@@ -406,7 +508,7 @@ def main() -> None:
     f = sub.add_parser("fit")
     f.add_argument("files", nargs="+")
     args = ap.parse_args()
-    {"dense": dense, "bm25": bm25, "e2e": e2e, "real": real, "fit": fit}[args.what](args)
+    {"dense": dense, "bm25": bm25, "bm25-real": bm25_real, "e2e": e2e, "real": real, "fit": fit}[args.what](args)
 
 
 if __name__ == "__main__":
