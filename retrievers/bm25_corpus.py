@@ -211,8 +211,7 @@ class BM25Corpus:
         self.data, self.indices = (np.asarray(self.engine.scores[k]) for k in ("data", "indices"))
         self.indptr = np.array(self.engine.scores["indptr"])  # 8 bytes a term, read on every term: in memory
         self.maxscore = self._maxscore()
-        self._sums: np.ndarray | None = None  # 4 bytes a passage, zero between queries
-        self._lock = threading.Lock()
+        self._local = threading.local()  # per thread, 4 bytes a passage, zero between queries
 
     def _maxscore(self) -> np.ndarray:
         """Each term's largest score; a folder built before it was recorded gets it computed once and saved."""
@@ -254,10 +253,11 @@ class BM25Corpus:
         order = np.argsort(-bound, kind="stable")
         left = np.r_[np.cumsum(bound[order][::-1])[::-1], 0.0]  # left[j]: the most terms order[j:] can add
         slack = 1 + 4 * (len(ids) + 1) * _ULP
-        with self._lock:
-            if self._sums is None:
-                self._sums = np.zeros(self.n, dtype=self.data.dtype)
-            sums, seen, read, theta, j = self._sums, [], 0, 0.0, 0
+        sums = getattr(self._local, "sums", None)
+        if sums is None:
+            sums = self._local.sums = np.zeros(self.n, dtype=self.data.dtype)
+        seen, read, theta, j = [], 0, 0.0, 0
+        try:
             while j < len(order):  # essential terms: every posting added
                 rows, scores = self._column(int(terms[order[j]]))
                 seen.append(rows[sums[rows] == 0])  # lucene scores are > 0: a zero sum is a row not seen yet
@@ -274,7 +274,8 @@ class BM25Corpus:
                             break
             cand = np.concatenate(seen)
             partial = sums[cand].astype(np.float64)
-            sums[cand] = 0
+        finally:  # the array is this thread's next query's too: zero again whatever happened
+            sums[np.concatenate(seen) if seen else []] = 0
         # the rest of the terms: looked up for the rows seen, which are dropped once they cannot reach the k-th
         for jj in range(j, len(order) + 1):
             if len(partial) > k:
@@ -293,10 +294,18 @@ class BM25Corpus:
         best = best[total[best] > 0]
         return Ranked(cand[best].astype(np.int64), total[best], read)
 
-    def search(self, queries: Sequence[str], k: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    def search(self, queries: Sequence[str], k: int, threads: int = 1) -> tuple[list[np.ndarray], list[np.ndarray]]:
         """Per query, the best ``k`` scores and their row numbers (int64), best first (ties: the lower row
-        first); passages sharing no term with the query are left out."""
-        ranked = [self.top(self.query_ids(q), k) for q in queries]
+        first); passages sharing no term with the query are left out.  ``threads`` > 1 searches queries side by
+        side (numpy's array work runs without the GIL)."""
+        ids = [self.query_ids(q) for q in queries]
+        if threads > 1 and len(ids) > 1:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(threads) as pool:
+                ranked = list(pool.map(lambda q: self.top(q, k), ids))
+        else:
+            ranked = [self.top(q, k) for q in ids]
         return [r.scores for r in ranked], [r.rows for r in ranked]
 
 

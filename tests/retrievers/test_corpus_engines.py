@@ -118,6 +118,8 @@ def test_bm25_prunes_long_lists_yet_ranks_as_bm25s_full_score_vector(tmp_path):
         read += got.postings_read
         every += sum(int(index.indptr[t + 1] - index.indptr[t]) for t in ids)
     assert read < 0.5 * every
+    queries = [f"w0 w{i} w{i * 7 % 400}" for i in range(60)]
+    assert all(map(np.array_equal, index.search(queries, 10, threads=2)[1], index.search(queries, 10)[1]))
 
 
 def test_a_bm25_folder_from_before_analyzers_still_loads_and_a_new_analyzer_rebuilds(store, tmp_path):
