@@ -256,12 +256,14 @@ class BM25Corpus:
         sums = getattr(self._local, "sums", None)
         if sums is None:
             sums = self._local.sums = np.zeros(self.n, dtype=self.data.dtype)
-        seen, read, theta, j = [], 0, 0.0, 0
+        seen, touched, read, theta, j = [], [], 0, 0.0, 0
         try:
             while j < len(order):  # essential terms: every posting added
                 rows, scores = self._column(int(terms[order[j]]))
-                seen.append(rows[sums[rows] == 0])  # lucene scores are > 0: a zero sum is a row not seen yet
-                sums[rows] += scores * mult[order[j]].astype(scores.dtype) if mult[order[j]] > 1 else scores
+                now = sums[rows]
+                seen.append(rows[now == 0])  # lucene scores are > 0: a zero sum is a row not seen yet
+                sums[rows] = now + (scores * mult[order[j]].astype(scores.dtype) if mult[order[j]] > 1 else scores)
+                touched.append(rows)
                 read += len(rows)
                 j += 1
                 # the k-th best partial score is at most what the terms read so far can add: look only when the
@@ -273,18 +275,28 @@ class BM25Corpus:
                         if left[j] * slack < theta / slack:
                             break
             cand = np.concatenate(seen)
-            partial = sums[cand].astype(np.float64)
+            # the rest: only the rows seen count, dropped once they cannot reach the k-th best; a list is looked
+            # up row by row (binary search) when that reads less than adding it whole
+            for jj in range(j, len(order) + 1):
+                if len(cand) > k:
+                    partial = sums[cand]
+                    theta = max(theta, float(np.partition(partial, len(cand) - k)[len(cand) - k]))
+                    cand = cand[(partial.astype(np.float64) + left[jj]) * slack >= theta / slack]
+                if jj == len(order):
+                    break
+                t, m = int(terms[order[jj]]), mult[order[jj]]
+                size = int(self.indptr[t + 1] - self.indptr[t])
+                if len(cand) * max(size.bit_length(), 1) < size:
+                    sums[cand] += self._lookup(t, cand) * m.astype(self.data.dtype)
+                    read += len(cand)
+                else:
+                    rows, scores = self._column(t)
+                    sums[rows] = sums[rows] + scores * m.astype(scores.dtype)
+                    touched.append(rows)
+                    read += len(rows)
         finally:  # the array is this thread's next query's too: zero again whatever happened
-            sums[np.concatenate(seen) if seen else []] = 0
-        # the rest of the terms: looked up for the rows seen, which are dropped once they cannot reach the k-th
-        for jj in range(j, len(order) + 1):
-            if len(partial) > k:
-                theta = max(theta, float(np.partition(partial, len(partial) - k)[len(partial) - k]))
-                keep = (partial + left[jj]) * slack >= theta / slack
-                cand, partial = cand[keep], partial[keep]
-            if jj < len(order):
-                partial += self._lookup(int(terms[order[jj]]), cand) * float(mult[order[jj]])
-                read += len(cand)
+            for rows in touched:
+                sums[rows] = 0
         # bm25s's own sum, in the query's order with its repeats: adding a 0 for an absent term is exact
         total = np.zeros(len(cand), dtype=self.data.dtype)
         for t in ids:
