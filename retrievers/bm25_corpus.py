@@ -309,7 +309,7 @@ class BM25Corpus:
     def search(self, queries: Sequence[str], k: int, threads: int = 1) -> tuple[list[np.ndarray], list[np.ndarray]]:
         """Per query, the best ``k`` scores and their row numbers (int64), best first (ties: the lower row
         first); passages sharing no term with the query are left out.  ``threads`` > 1 searches queries side by
-        side (numpy's array work runs without the GIL)."""
+        side, each thread with its own array (a gain only where cores are free: docs/scale.md)."""
         ids = [self.query_ids(q) for q in queries]
         if threads > 1 and len(ids) > 1:
             from concurrent.futures import ThreadPoolExecutor
