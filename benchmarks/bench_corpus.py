@@ -244,9 +244,7 @@ def bm25(args) -> None:
 def full_vector_top(index, query: str, k: int) -> np.ndarray:
     """What a query cost before ``BM25Corpus.scores_of``: bm25s's score of every passage, then the best k
     (ties to the lower row), the reference the postings-only search is timed and checked against."""
-    from retrievers.bm25 import tokenize
-
-    ids = [index.vocab[t] for t in tokenize(query, index.lang) if t in index.vocab]
+    ids = index.query_ids(query)  # the index's own analyzer
     scores = index.engine.get_scores_from_ids(ids)
     top = np.argpartition(-scores, k)[:k]
     floor = scores[top].min()
