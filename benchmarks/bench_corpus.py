@@ -5,6 +5,7 @@ and BM25 built in blocks; each size in a fresh process so peak RSS is its own.
     python benchmarks/bench_corpus.py dense --n 21015324 --strings "IVF16384_HNSW32,SQ4" --dtype float16 \
         --train-size 262144 --nprobe 16,32,64 --threads 2 --save     # Wikipedia's size: 32 GB of float16 shards
     python benchmarks/bench_corpus.py bm25 --n 200000
+    python benchmarks/bench_corpus.py bm25-real --n 1000000 --limit 500  # NQ-Open questions: ctxcomp vs bm25s
     python benchmarks/bench_corpus.py e2e --n 1000000 --limit 500        # the curve over a 1M-passage corpus
     python benchmarks/bench_corpus.py fit results.jsonl                   # lines through the sizes, at 21M
     python benchmarks/bench_corpus.py real --passages 2600 --synthetic   # real MiniLM vectors and NQ-Open questions
@@ -14,7 +15,15 @@ lie in a random 128-d subspace with a decaying spectrum, plus isotropic noise, t
 embeddings are anisotropic and clustered; i.i.d. Gaussian vectors would make every index look worse than
 it is).  Queries are corpus vectors plus noise.  They are written as 50,000-row .npy shards, as the encoder
 writes them, and the index is built from the memory-mapped shards.  BM25 passages are 100 words drawn from a
-Zipf(1.1) vocabulary of 200,000 words.  One line of JSON per measurement, with the load average beside it.
+Zipf(1.1) vocabulary of 200,000 words, queried with 4 synthetic words: far fewer postings than a real question
+reads, so ``bm25`` times the engine's mechanics, not its speed on questions.  ``bm25-real`` is the speed on
+questions: the real NQ-Open questions over their gold passages plus filler passages of 100 words drawn
+(seeded) from those passages' word frequencies (``--n`` in all; the filler's word ids are cached in
+``--dir``), indexed with each analyzer, searched by ctxcomp's engine and by bm25s's own ``retrieve`` on the
+same memory-mapped index and the same tokens, alternating, best of ``--rounds``; it reports both q/s, whether
+the top-20 lists agree, the postings a query reads (and those its terms hold) and answer recall@1/5/20.
+``--n 2600`` is the gold passages alone (``--limit 2655``: all the questions).  One line of JSON per
+measurement, with the load average beside it.
 
 ``dense`` finds the exact top-20 by scanning the shards (no flat index need be held), so the share of the
 exact top-20 an index finds is measured at any size (and is kept in ``--dir``, so a second string over the same
@@ -238,15 +247,121 @@ def bm25(args) -> None:
 def full_vector_top(index, query: str, k: int) -> np.ndarray:
     """What a query cost before ``BM25Corpus.scores_of``: bm25s's score of every passage, then the best k
     (ties to the lower row), the reference the postings-only search is timed and checked against."""
-    from retrievers.bm25 import tokenize
-
-    ids = [index.vocab[t] for t in tokenize(query, index.lang) if t in index.vocab]
+    ids = index.query_ids(query)  # the index's own analyzer
     scores = index.engine.get_scores_from_ids(ids)
     top = np.argpartition(-scores, k)[:k]
     floor = scores[top].min()
     top = np.flatnonzero(scores >= floor)
     top = top[np.lexsort((top, -scores[top]))][:k]
     return top[scores[top] > 0]
+
+
+GOLD_WORDS = 100  # filler passages' length in words, as DPR's passages
+
+
+def nq_corpus(folder: Path, litm: Path, n: int):
+    """NQ-Open's questions, and a corpus of ``n`` passages: the gold passages (titled), then filler of 100 words
+    drawn (seeded) from the word frequencies of those passages, its word ids cached in ``folder`` (not in git).
+    Returns (questions, gold passages, text_of(row), blocks) with ``blocks()`` the texts in row order."""
+    from collections import Counter
+
+    from experiments.protocols.corpus import load_litm_corpus
+
+    questions, gold = load_litm_corpus(litm)
+    counts = Counter(w for p in gold for w in p.text.split())
+    words = np.array(list(counts))
+    filler_path = folder / f"filler-{n}.npy"
+    if not filler_path.exists():
+        weights = np.array(list(counts.values()), np.float64)
+        rng = np.random.default_rng(0)
+        ids = np.lib.format.open_memmap(filler_path.with_suffix(".partial.npy"), mode="w+", dtype=np.int32,
+                                        shape=(max(n - len(gold), 0), GOLD_WORDS))
+        for lo in range(0, len(ids), 100_000):
+            ids[lo: lo + 100_000] = rng.choice(len(words), size=(len(ids[lo: lo + 100_000]), GOLD_WORDS),
+                                                p=weights / weights.sum())
+        ids.flush()
+        del ids
+        os.replace(filler_path.with_suffix(".partial.npy"), filler_path)
+    filler = np.load(filler_path, mmap_mode="r")
+    gold_texts = [f"{p.title} {p.text}" if p.title else p.text for p in gold]
+
+    def text_of(row: int) -> str:
+        return gold_texts[row] if row < len(gold) else " ".join(words[filler[row - len(gold)]])
+
+    def blocks():
+        yield gold_texts
+        for lo in range(0, len(filler), 10_000):
+            yield [" ".join(ws) for ws in words[filler[lo: lo + 10_000]]]
+
+    return questions, gold, text_of, blocks
+
+
+def bm25_real(args) -> None:
+    """Real NQ-Open questions over the gold passages plus filler: ctxcomp's engine against bm25s's own retrieve
+    on the same memory-mapped index and tokens, alternating rounds, best of; and recall@1/5/20."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import bm25s
+
+    from retrievers.bm25_corpus import BM25Corpus, build_bm25
+    from retrievers.metrics import hit_has_answer, recall_at_k
+
+    folder = Path(args.dir or tempfile.mkdtemp(prefix="bench-bm25-real-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    questions, gold, text_of, blocks = nq_corpus(folder, Path(args.litm), args.n)
+    questions = questions[: args.limit]
+    for analyzer in args.analyzers.split(","):
+        t0 = time.perf_counter()
+        built = build_bm25(folder / f"bm25-{analyzer}-{args.n}", blocks, n=args.n, analyzer=analyzer,
+                           source=f"nq-gold+filler-{args.n}", say=lambda m: print(m, file=sys.stderr, flush=True))
+        build_s = time.perf_counter() - t0
+        index = BM25Corpus(built)
+        ids = [index.query_ids(q.query) for q in questions]
+        inverse = {i: t for t, i in index.vocab.items()}
+        tokens = [[inverse[i] for i in q] for q in ids]
+        asked = [i for i, q in enumerate(ids) if q]  # bm25s refuses a query with no known term
+        times = {(engine, th): float("inf") for engine in ("ctxcomp", "bm25s") for th in sorted({1, args.threads})}
+        ours = theirs = None
+        for _ in range(args.rounds):
+            for threads in sorted({1, args.threads}):
+                pool = ThreadPoolExecutor(threads) if threads > 1 else None
+                t0 = time.perf_counter()
+                ours = list((pool.map if pool else map)(lambda q: index.top(q, 20), ids))
+                times["ctxcomp", threads] = min(times["ctxcomp", threads], time.perf_counter() - t0)
+                t0 = time.perf_counter()
+                theirs = index.engine.retrieve([tokens[i] for i in asked], k=20, show_progress=False,
+                                               n_threads=threads if threads > 1 else 0)
+                times["bm25s", threads] = min(times["bm25s", threads], time.perf_counter() - t0)
+                if pool:
+                    pool.shutdown()
+        # the same lists: the same scores (bm25s's float32, bit for bit), and the same rows but where bm25s's
+        # partition picked others among those tied at the 20th score
+        same = tied = 0
+        for j, i in enumerate(asked):
+            mine, its = ours[i], theirs.scores[j] > 0
+            if not np.array_equal(np.sort(mine.scores), np.sort(theirs.scores[j][its])):
+                continue
+            differ = set(mine.rows.tolist()) ^ set(theirs.documents[j][its].tolist())
+            same += not differ
+            tied += bool(differ) and bool(np.all(mine.scores[np.isin(mine.rows, list(differ))] == mine.scores[-1]))
+        relevant = [[hit_has_answer(text_of(int(r)), q.answers) for r in ours[i].rows] for i, q in enumerate(questions)]
+        full = [int(sum(index.indptr[t + 1] - index.indptr[t] for t in q)) for q in ids]
+        read = [r.postings_read for r in ours]
+        disk = sum(f.stat().st_size for f in built.iterdir())
+        print(json.dumps({"what": "bm25-real", "string": analyzer, "n": args.n, "questions": len(questions),
+                          "build_s": round(build_s, 1), "qps": round(len(ids) / times["ctxcomp", 1], 1),
+                          "qps_bm25s": round(len(asked) / times["bm25s", 1], 1),
+                          "ratio": round(len(ids) / times["ctxcomp", 1] / (len(asked) / times["bm25s", 1]), 2),
+                          f"qps_{args.threads}_threads": round(len(ids) / times["ctxcomp", args.threads], 1),
+                          f"qps_bm25s_{args.threads}_threads": round(len(asked) / times["bm25s", args.threads], 1),
+                          "same_top20": f"{same}/{len(asked)}", "same_but_ties_at_20th": tied,
+                          "terms_mean": round(float(np.mean([len(q) for q in ids])), 2),
+                          "postings_all_mean": round(float(np.mean(full))), "postings_read_mean": round(float(np.mean(read))),
+                          "postings_read_median": int(np.median(read)), "postings_read_max": int(np.max(read)),
+                          "recall": {k: round(v, 3) for k, v in recall_at_k(relevant, [1, 5, 20]).items()},
+                          "index_disk_bytes": disk, "vocab": len(index.vocab), "bm25s": bm25s.__version__,
+                          "peak_rss_mb": round(rss_peak_mb()), "rss_anon_mb": rss_anon_mb(),
+                          "load": os.getloadavg()[0]}), flush=True)
 
 
 def e2e(args) -> None:
@@ -392,7 +507,7 @@ WIKIPEDIA = 21_015_324
 
 def fit(args) -> None:
     """A least-squares line through each quantity against n, per (what, string, rerank), projected to 21M;
-    queries/s are fitted as seconds per query."""
+    queries/s (``qps``, ``qps_bm25s``) are fitted as seconds per query."""
     rows = [json.loads(line) for path in args.files for line in Path(path).read_text().splitlines()
             if line.startswith("{")]
     groups: dict[tuple, list[dict]] = {}
@@ -403,14 +518,15 @@ def fit(args) -> None:
         if len(ns) < 2:
             continue
         out = {"what": key[0], "string": key[1], "rerank": key[2], "ns": ns}
-        for name in FIT_KEYS + ("qps",):
-            pts = [(r["n"], 1 / r[name] if name == "qps" else r[name]) for r in group if r.get(name)]
+        for name in FIT_KEYS + ("qps", "qps_bm25s", "postings_read_mean", "postings_all_mean"):
+            rate = name.startswith("qps")
+            pts = [(r["n"], 1 / r[name] if rate else r[name]) for r in group if r.get(name)]
             if len({n for n, _ in pts}) < 2:
                 continue
             slope, icept = np.polyfit(*zip(*pts), 1)
             at = icept + slope * WIKIPEDIA
             out[name] = {k: float(f"{v:.4g}") for k, v in
-                         {"per_passage": slope, "fixed": icept, "at_21M": 1 / at if name == "qps" else at}.items()}
+                         {"per_passage": slope, "fixed": icept, "at_21M": 1 / at if rate else at}.items()}
         print(json.dumps(out), flush=True)
 
 
@@ -440,6 +556,15 @@ def main() -> None:
     e.add_argument("--reader", default="extractive")
     e.add_argument("--limit", type=int, default=500)
     e.add_argument("--dir")
+    q = sub.add_parser("bm25-real")
+    q.add_argument("--n", type=int, default=1_000_000, help="passages: NQ-Open's gold ones, then filler")
+    q.add_argument("--litm", default=str(Path(os.environ.get("CTXCOMP_DATA_DIR", "data"))
+                                          / "lost_in_the_middle" / "nq-open-oracle.jsonl.gz"))
+    q.add_argument("--limit", type=int, default=500, help="questions")
+    q.add_argument("--analyzers", default="english,words")
+    q.add_argument("--rounds", type=int, default=2)
+    q.add_argument("--threads", type=int, default=2, help="also timed with this many threads, both engines")
+    q.add_argument("--dir")
     r = sub.add_parser("real")
     r.add_argument("--strings", default="IVF64,Flat;IVF64,SQ8;IVF64,SQ4;IVF64,PQ48x4;IVF64,PQ96x4;HNSW32,Flat")
     r.add_argument("--nprobe", type=int, help="also search with this nprobe (IVF strings)")
@@ -453,7 +578,7 @@ def main() -> None:
     f = sub.add_parser("fit")
     f.add_argument("files", nargs="+")
     args = ap.parse_args()
-    {"dense": dense, "bm25": bm25, "e2e": e2e, "real": real, "fit": fit}[args.what](args)
+    {"dense": dense, "bm25": bm25, "bm25-real": bm25_real, "e2e": e2e, "real": real, "fit": fit}[args.what](args)
 
 
 if __name__ == "__main__":

@@ -4,8 +4,9 @@
 once (4 kB a passage, 86 GB at 21M).  Here the corpus is read block by block
 from the passage store, twice:
 
-1. tokenize each block (``retrievers.bm25.tokenize``, the in-memory
-   retriever's own tokens), grow the vocabulary, and append each passage's
+1. analyze each block (``retrievers.bm25.analyze``, the in-memory
+   retriever's own terms; Pyserini's English analysis by default, see
+   :data:`CORPUS_ANALYZER`), grow the vocabulary, and append each passage's
    distinct token ids and counts to two files on disk; count document
    frequencies and lengths;
 2. score each (token, passage) pair with bm25s's own ``lucene`` formulas
@@ -15,7 +16,8 @@ from the passage store, twice:
 The folder is bm25s's save format (``data/indices/indptr.csc.index.npy``,
 ``vocab.index.json``, ``params.index.json``), so ``bm25s.BM25.load(folder,
 mmap=True)`` searches it, and the scores are those ``bm25s`` computes in
-memory.  The folder is built under ``NAME.partial`` and renamed when whole:
+memory.  Beside it, ``maxscore.ctxcomp.npy`` holds each term's largest score, which lets a query skip
+most of its long postings lists (MaxScore, :meth:`BM25Corpus.top`).  The folder is built under ``NAME.partial`` and renamed when whole:
 a kill leaves no folder a later run takes for finished; the next run starts
 over and says so.
 """
@@ -26,31 +28,44 @@ import os
 import shutil
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
 from core.errors import UserError
 from core.files import disk_error, write_atomic
-from retrievers.bm25 import tokenize
+from retrievers.bm25 import analyze
 
 DONE = "ctxcomp-bm25.json"
 FILES = ("data.csc.index.npy", "indices.csc.index.npy", "indptr.csc.index.npy")
+MAXSCORE = "maxscore.ctxcomp.npy"
+# Pyserini's default analysis over a corpus: on NQ-Open it loses no recall against every word kept, and the
+# stopwords it drops are the longest lists a question reads (docs/scale.md, "BM25 on real questions")
+CORPUS_ANALYZER = "english"
 
 
 def build_bm25(folder: str | os.PathLike, blocks: Callable[[], Iterable[Sequence[str]]], *, n: int,
-               lang: str = "en", k1: float = 1.5, b: float = 0.75, source: str = "",
+               lang: str = "en", analyzer: str = CORPUS_ANALYZER, k1: float = 1.5, b: float = 0.75,
+               source: str = "",
                on_block: Callable[[int], None] | None = None, say: Callable[[str], None] | None = None) -> Path:
     """Build the index of ``blocks()`` (lists of passage texts, ``n`` in all, in row order) into ``folder``.
 
-    A finished folder of the same ``source`` is kept as it is; an unfinished one is started over.
+    A finished folder of the same ``source`` and analyzer is kept as it is; an unfinished one, or one analyzed
+    otherwise, is started over.
     """
     import bm25s
 
     folder = Path(folder)
-    if (folder / DONE).is_file() and json.loads((folder / DONE).read_text()).get("source") == source:
+    analyze("", lang, analyzer)  # an unknown analyzer: refused before any work
+    if (folder / DONE).is_file():
+        built = json.loads((folder / DONE).read_text())
+        if built.get("source") == source and built.get("analyzer", "words") == analyzer:
+            if say is not None:
+                say(f"bm25 index {folder}: already built")
+            return folder
         if say is not None:
-            say(f"bm25 index {folder}: already built")
-        return folder
+            say(f"bm25 index {folder}: built with analyzer {built.get('analyzer', 'words')!r}; rebuilding with "
+                f"{analyzer!r}")
     part = folder.with_name(folder.name + ".partial")
     if part.exists():
         shutil.rmtree(part)
@@ -58,7 +73,7 @@ def build_bm25(folder: str | os.PathLike, blocks: Callable[[], Iterable[Sequence
             say(f"bm25 index {folder}: an interrupted build was found; starting over")
     try:
         part.mkdir(parents=True)
-        lengths, df, vocab = _pass_tokens(part, blocks(), n, lang, on_block)
+        lengths, df, vocab = _pass_tokens(part, blocks(), n, lang, analyzer, on_block)
         _pass_scores(part, lengths, df, k1, b)
         params = {"k1": k1, "b": b, "delta": 0.5, "method": "lucene", "idf_method": "lucene", "dtype": "float32",
                   "int_dtype": "int32", "num_docs": n, "version": bm25s.__version__, "backend": "numpy"}
@@ -66,7 +81,7 @@ def build_bm25(folder: str | os.PathLike, blocks: Callable[[], Iterable[Sequence
         (part / "vocab.index.json").write_text(json.dumps(vocab, ensure_ascii=False))
         for tmp in ("tokens.bin", "counts.bin"):
             (part / tmp).unlink()
-        write_atomic(part / DONE, json.dumps({"source": source, "lang": lang, "n": n}))
+        write_atomic(part / DONE, json.dumps({"source": source, "lang": lang, "analyzer": analyzer, "n": n}))
         if folder.exists():
             shutil.rmtree(folder)
         os.replace(part, folder)
@@ -75,7 +90,7 @@ def build_bm25(folder: str | os.PathLike, blocks: Callable[[], Iterable[Sequence
     return folder
 
 
-def _pass_tokens(part: Path, blocks: Iterable[Sequence[str]], n: int, lang: str,
+def _pass_tokens(part: Path, blocks: Iterable[Sequence[str]], n: int, lang: str, analyzer: str,
                  on_block: Callable[[int], None] | None) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
     """Pass 1: per passage its distinct token ids (int32) and counts (float32), appended to two files."""
     vocab: dict[str, int] = {}
@@ -87,7 +102,8 @@ def _pass_tokens(part: Path, blocks: Iterable[Sequence[str]], n: int, lang: str,
         for texts in blocks:
             ids_parts, cnt_parts = [], []
             for text in texts:
-                ids = np.fromiter((vocab.setdefault(t, len(vocab)) for t in tokenize(text, lang)), dtype=np.int32)
+                ids = np.fromiter((vocab.setdefault(t, len(vocab)) for t in analyze(text, lang, analyzer)),
+                                  dtype=np.int32)
                 uniq, counts = np.unique(ids, return_counts=True)
                 ids_parts.append(uniq)
                 cnt_parts.append(counts.astype(np.float32))
@@ -109,7 +125,8 @@ def _pass_tokens(part: Path, blocks: Iterable[Sequence[str]], n: int, lang: str,
 
 
 def _pass_scores(part: Path, lengths: np.ndarray, df: np.ndarray, k1: float, b: float, rows: int = 1 << 16) -> None:
-    """Pass 2: bm25s's lucene score of every (token, passage) pair, written term-major into memory-mapped .npy."""
+    """Pass 2: bm25s's lucene score of every (token, passage) pair, written term-major into memory-mapped .npy;
+    and each term's largest score."""
     from bm25s.scoring import _score_idf_lucene, _score_tfc_lucene
 
     n = len(lengths)
@@ -126,6 +143,7 @@ def _pass_scores(part: Path, lengths: np.ndarray, df: np.ndarray, k1: float, b: 
     tokens = np.memmap(part / "tokens.bin", dtype=np.int32, mode="r", shape=(nnz,))
     counts = np.memmap(part / "counts.bin", dtype=np.float32, mode="r", shape=(nnz,))
     fill = indptr[:-1].copy()  # the next free place of each term's column
+    maxscore = np.zeros(len(df), dtype=np.float32)
     offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(distinct, out=offsets[1:])
     for lo in range(0, n, rows):  # passages in row order: each column's rows come out ascending, as CSC wants
@@ -143,18 +161,37 @@ def _pass_scores(part: Path, lengths: np.ndarray, df: np.ndarray, k1: float, b: 
         indices[where] = doc
         uniq, count = term[starts], np.diff(np.r_[starts, len(term)])
         fill[uniq] += count
+        np.maximum.at(maxscore, uniq, np.maximum.reduceat(score, starts))  # uniq: distinct, so .at is a plain max
+    np.save(part / MAXSCORE, maxscore)
     data.flush()
     indices.flush()
     del data, indices, tokens, counts
     (part / "distinct.npy").unlink()
 
 
+class Ranked(NamedTuple):
+    """One query's best rows (int64, best first), their scores (bm25s's float32) and the postings it read."""
+
+    rows: np.ndarray
+    scores: np.ndarray
+    postings_read: int
+
+
+# float32 sums of q positive terms stay within q units in the last place (2**-24 each) of the exact sum; bounds
+# are widened by twice that, so a row is skipped only when it is below the k-th best whatever the rounding
+_ULP = 2.0 ** -24
+
+
 class BM25Corpus:
     """A built folder, loaded memory-mapped: ``search(queries, k)`` gives (scores, rows) as int64 row numbers.
 
-    A query is scored only where its terms' columns have rows (``scores_of``), with bm25s's own sums; bm25s's
-    ``get_scores`` fills and ranks a vector of every passage per query, which at 21M passages is most of a
-    query's time (``benchmarks/bench_corpus.py bm25`` times the two side by side).
+    A query is scored with MaxScore (Turtle & Flood, 1995; Lucene prunes the same way): its terms are read
+    from the largest possible contribution down (the rare terms first, whose lists are short), and once the
+    contributions of the terms left cannot lift an unseen passage to the k-th best score so far, the long
+    lists of the common terms are only looked up (binary search) for the passages already seen, which are
+    dropped as soon as they cannot reach it either.  The final scores are then added over the query's terms in
+    bm25s's order, so they are bm25s's float32 scores bit for bit, and a tie at the k-th place goes to the
+    lower row (``benchmarks/bench_corpus.py bm25-real`` times this against bm25s's own ``retrieve``).
     """
 
     def __init__(self, folder: str | os.PathLike) -> None:
@@ -167,54 +204,121 @@ class BM25Corpus:
             raise UserError(f"{self.folder}: no finished bm25 index (build it first)")
         info = json.loads((self.folder / DONE).read_text())
         self.lang, self.n = info["lang"], int(info["n"])
+        self.analyzer = info.get("analyzer", "words")  # folders built before analyzers kept every word
         self.engine = bm25s.BM25.load(str(self.folder), mmap=True, show_progress=False)
         self.vocab: dict[str, int] = self.engine.vocab_dict
-        self._sums: np.ndarray | None = None  # 4 bytes a passage, zero between queries
-        self._lock = threading.Lock()
+        # plain arrays over the same mapped pages: a numpy.memmap slice costs more than the column it reads
+        self.data, self.indices = (np.asarray(self.engine.scores[k]) for k in ("data", "indices"))
+        self.indptr = np.array(self.engine.scores["indptr"])  # 8 bytes a term, read on every term: in memory
+        self.maxscore = self._maxscore()
+        self._local = threading.local()  # per thread, 4 bytes a passage, zero between queries
 
-    def scores_of(self, ids: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
-        """(rows, scores): every passage holding a token of ``ids`` (a row once per token it holds) and its
-        score, the sum over ``ids`` of the columns' scores added in the same order as bm25s's ``np.add.at``, so
-        the float32 sums are bm25s's bit for bit (lucene scores a missing term 0, so no other row scores)."""
-        data, indices, indptr = (self.engine.scores[k] for k in ("data", "indices", "indptr"))
-        with self._lock:
-            if self._sums is None:
-                self._sums = np.zeros(self.n, dtype=data.dtype)
-            sums, touched = self._sums, []
-            for t in ids:  # a column's rows are distinct, so a fancy-index add is exact
-                rows = np.asarray(indices[indptr[t]: indptr[t + 1]])
-                sums[rows] += np.asarray(data[indptr[t]: indptr[t + 1]])
+    def _maxscore(self) -> np.ndarray:
+        """Each term's largest score; a folder built before it was recorded gets it computed once and saved."""
+        path = self.folder / MAXSCORE
+        if not path.is_file():
+            starts = np.asarray(self.indptr[:-1])  # every term of the vocabulary has at least one posting
+            tmp = path.with_suffix(".partial.npy")
+            np.save(tmp, np.maximum.reduceat(self.data, starts) if len(starts) else np.zeros(0, np.float32))
+            os.replace(tmp, path)
+        return np.load(path)
+
+    def query_ids(self, query: str) -> list[int]:
+        """The query's term ids in order (repeats kept, unknown terms dropped), as bm25s scores them."""
+        return [self.vocab[t] for t in analyze(query, self.lang, self.analyzer) if t in self.vocab]
+
+    def _column(self, t: int) -> tuple[np.ndarray, np.ndarray]:
+        lo, hi = self.indptr[t], self.indptr[t + 1]
+        return self.indices[lo:hi], self.data[lo:hi]
+
+    def _lookup(self, t: int, rows: np.ndarray) -> np.ndarray:
+        """Term ``t``'s scores of ``rows`` (sorted), 0 where it is absent: a binary search in its column."""
+        col_rows, col_scores = self._column(t)
+        out = np.zeros(len(rows), dtype=col_scores.dtype)
+        if len(col_rows):
+            at = np.minimum(np.searchsorted(col_rows, rows), len(col_rows) - 1)
+            hit = col_rows[at] == rows
+            out[hit] = col_scores[at[hit]]
+        return out
+
+    def top(self, ids: Sequence[int], k: int) -> Ranked:
+        """The best ``k`` rows for the term ids ``ids`` (:meth:`query_ids`); rows sharing no term are left out."""
+        if not len(ids) or k <= 0:
+            return Ranked(np.zeros(0, np.int64), np.zeros(0, np.float32), 0)
+        repeats: dict[int, int] = {}
+        for t in ids:
+            repeats[int(t)] = repeats.get(int(t), 0) + 1
+        terms, mult = np.array(list(repeats), np.int64), np.array(list(repeats.values()), np.float64)
+        bound = mult * self.maxscore[terms].astype(np.float64)
+        order = np.argsort(-bound, kind="stable")
+        left = np.r_[np.cumsum(bound[order][::-1])[::-1], 0.0]  # left[j]: the most terms order[j:] can add
+        slack = 1 + 4 * (len(ids) + 1) * _ULP
+        sums = getattr(self._local, "sums", None)
+        if sums is None:
+            sums = self._local.sums = np.zeros(self.n, dtype=self.data.dtype)
+        seen, touched, read, theta, j = [], [], 0, 0.0, 0
+        try:
+            while j < len(order):  # essential terms: every posting added
+                rows, scores = self._column(int(terms[order[j]]))
+                now = sums[rows]
+                seen.append(rows[now == 0])  # lucene scores are > 0: a zero sum is a row not seen yet
+                sums[rows] = now + (scores * mult[order[j]].astype(scores.dtype) if mult[order[j]] > 1 else scores)
                 touched.append(rows)
-            rows = np.concatenate(touched) if touched else np.zeros(0, np.int32)
-            scores = sums[rows]
-            sums[rows] = 0
-        return rows.astype(np.int64), scores
+                read += len(rows)
+                j += 1
+                # the k-th best partial score is at most what the terms read so far can add: look only when the
+                # terms left could fall below it
+                if j < len(order) and left[j] * slack < (left[0] - left[j]) / slack:
+                    seen = [np.concatenate(seen)]
+                    if len(seen[0]) >= k:
+                        theta = float(np.partition(sums[seen[0]], len(seen[0]) - k)[len(seen[0]) - k])
+                        if left[j] * slack < theta / slack:
+                            break
+            cand = np.concatenate(seen)
+            # the rest: only the rows seen count, dropped once they cannot reach the k-th best; a list is looked
+            # up row by row (binary search) when that reads less than adding it whole
+            for jj in range(j, len(order) + 1):
+                if len(cand) > k:
+                    partial = sums[cand]
+                    theta = max(theta, float(np.partition(partial, len(cand) - k)[len(cand) - k]))
+                    cand = cand[(partial.astype(np.float64) + left[jj]) * slack >= theta / slack]
+                if jj == len(order):
+                    break
+                t, m = int(terms[order[jj]]), mult[order[jj]]
+                size = int(self.indptr[t + 1] - self.indptr[t])
+                if len(cand) * max(size.bit_length(), 1) < size:
+                    sums[cand] += self._lookup(t, cand) * m.astype(self.data.dtype)
+                    read += len(cand)
+                else:
+                    rows, scores = self._column(t)
+                    sums[rows] = sums[rows] + scores * m.astype(scores.dtype)
+                    touched.append(rows)
+                    read += len(rows)
+        finally:  # the array is this thread's next query's too: zero again whatever happened
+            for rows in touched:
+                sums[rows] = 0
+        # bm25s's own sum, in the query's order with its repeats: adding a 0 for an absent term is exact
+        total = np.zeros(len(cand), dtype=self.data.dtype)
+        for t in ids:
+            total += self._lookup(int(t), cand)
+        read += len(ids) * len(cand)
+        best = np.lexsort((cand, -total))[:k]
+        best = best[total[best] > 0]
+        return Ranked(cand[best].astype(np.int64), total[best], read)
 
-    def search(self, queries: Sequence[str], k: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    def search(self, queries: Sequence[str], k: int, threads: int = 1) -> tuple[list[np.ndarray], list[np.ndarray]]:
         """Per query, the best ``k`` scores and their row numbers (int64), best first (ties: the lower row
-        first); passages sharing no token with the query are left out."""
-        all_scores, all_rows = [], []
-        for query in queries:
-            ids = [self.vocab[t] for t in tokenize(query, self.lang) if t in self.vocab]
-            rows, scores = self.scores_of(ids)
-            # a row appears once per query token it holds, so the best k distinct rows lie in the best k*len(ids)
-            # entries: the k-th best distinct score there is the k-th best of all; every row scoring at least
-            # that is kept, so a tie at the k-th place goes to the lower rows, whatever argpartition picked
-            depth = k * max(len(ids), 1)
-            if len(rows) > depth:
-                keep = np.argpartition(-scores, depth - 1)[:depth]
-                _, first = np.unique(rows[keep], return_index=True)
-                best = scores[keep][first]  # one score per distinct row
-                if len(best) >= k:
-                    sel = scores >= np.partition(best, len(best) - k)[len(best) - k]
-                    rows, scores = rows[sel], scores[sel]
-            rows, first = np.unique(rows, return_index=True)
-            scores = scores[first]
-            order = np.lexsort((rows, -scores))[:k]
-            order = order[scores[order] > 0]
-            all_scores.append(scores[order].astype(np.float32))
-            all_rows.append(rows[order])
-        return all_scores, all_rows
+        first); passages sharing no term with the query are left out.  ``threads`` > 1 searches queries side by
+        side, each thread with its own array (a gain only where cores are free: docs/scale.md)."""
+        ids = [self.query_ids(q) for q in queries]
+        if threads > 1 and len(ids) > 1:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(threads) as pool:
+                ranked = list(pool.map(lambda q: self.top(q, k), ids))
+        else:
+            ranked = [self.top(q, k) for q in ids]
+        return [r.scores for r in ranked], [r.rows for r in ranked]
 
 
-__all__ = ["BM25Corpus", "build_bm25"]
+__all__ = ["CORPUS_ANALYZER", "BM25Corpus", "Ranked", "build_bm25"]

@@ -117,12 +117,12 @@ class BM25Engine:
     label = "bm25"
 
     def __init__(self, store: PassageStore, folder: Path, *, use_title: bool = True, k1: float = 1.5,
-                 b: float = 0.75, progress: Callable[[int], None] | None = None,
+                 b: float = 0.75, analyzer: str | None = None, progress: Callable[[int], None] | None = None,
                  say: Callable[[str], None] | None = None) -> None:
-        from retrievers.bm25_corpus import BM25Corpus, build_bm25
+        from retrievers.bm25_corpus import CORPUS_ANALYZER, BM25Corpus, build_bm25
 
         build_bm25(folder, store_texts(store, use_title), n=len(store), k1=k1, b=b, source=store.source,
-                   on_block=progress, say=say)
+                   analyzer=analyzer or CORPUS_ANALYZER, on_block=progress, say=say)
         self.index = BM25Corpus(folder)
 
     def search_rows(self, queries: Sequence[str], k: int) -> tuple[list[np.ndarray], list[np.ndarray]]:

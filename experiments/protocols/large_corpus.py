@@ -75,9 +75,9 @@ def open_corpus_search(corpus: str | Path, retriever: Any, *, index: dict | None
         extra = {k: v for k, v in {**given, **(index or {})}.items() if v is not None}
         if extra:
             raise UserError(f"{', '.join(sorted(extra))}: index settings are for dense retrievers, not bm25")
-        unknown = set(params) - {"use_title", "k1", "b"}
+        unknown = set(params) - {"use_title", "k1", "b", "analyzer"}
         if unknown:
-            raise UserError(f"bm25 over a corpus takes use_title, k1 and b; not {', '.join(sorted(unknown))}")
+            raise UserError(f"bm25 over a corpus takes use_title, k1, b and analyzer; not {', '.join(sorted(unknown))}")
         with progress_bar(len(store), "bm25 index", unit="passage", enabled=progress, leave=False) as bar:
             done = [0]
 

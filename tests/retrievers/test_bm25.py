@@ -103,3 +103,27 @@ def test_zero_score_ties_fill_in_corpus_order_on_large_corpora():
     (hits,) = r.search(["cat"], 4)
     assert [h.chunk.chunk_id for h in hits] == ["p20#0", "p39#0", "p0#0", "p1#0"]
     assert hits[0].score > hits[1].score > 0 == hits[2].score == hits[3].score
+
+
+def test_english_analyzer_is_pyserinis_stopwords_possessive_and_original_porter():
+    from retrievers.bm25 import analyze
+
+    # Lucene's 33 stopwords go ("the", "in", "of", "is"), "who" stays (not among them); the possessive goes before
+    # stemming; the original Porter algorithm ("generously" -> "gener"; nltk's own extensions give "generous")
+    assert analyze("Who sang the Song of Obama's Presidents in the United States? It is generously",
+                   "en", "english") == ["who", "sang", "song", "obama", "presid", "unit", "state", "gener"]
+    assert analyze("Obama's running", "en", "words") == tokenize("Obama's running", "en") == ["obama", "s", "running"]
+    with pytest.raises(ParamError, match="analyzer 'english' for lang 'zh'"):
+        analyze("猫", "zh", "english")
+    with pytest.raises(ParamError, match="analyzer 'snowball'"):
+        BM25Retriever(analyzer="snowball", lang="en").index(corpus(DOCS))
+
+
+def test_english_analyzer_retriever_matches_stems_and_says_so_in_its_identity():
+    docs = ["the cats were running home", "a dog ran", "of the the the"]
+    words = BM25Retriever(backend="bm25s", lang="en").index(corpus(docs))
+    english = BM25Retriever(backend="bm25s", lang="en", analyzer="english").index(corpus(docs))
+    # "cat running" meets "cats ... running" only once stemmed; a stopwords-only query matches nothing
+    assert words.scores("cat")[0] == 0 and english.scores("cat")[0] > 0
+    assert english.scores("the of").tolist() == [0, 0, 0] and words.scores("the of")[2] > 0
+    assert "tokens=en-english" in english.identity and "tokens=en," in words.identity

@@ -13,8 +13,8 @@ import pytest
 
 from core.errors import UserError
 from indexes.passages import build_store
-from retrievers.bm25 import tokenize
-from retrievers.bm25_corpus import BM25Corpus, build_bm25
+from retrievers.bm25 import analyze, tokenize
+from retrievers.bm25_corpus import MAXSCORE, BM25Corpus, build_bm25
 from retrievers.corpus import BM25Engine, CorpusSearch, DenseEngine, DenseIndexSettings
 from retrievers.dense import DenseRetriever
 from tests.support.float_bounds import (
@@ -53,18 +53,26 @@ def store(tmp_path):
     return build_store(tmp_path / "s.sqlite", lambda: iter(rows), source="synthetic", block=500).store
 
 
-def test_bm25_built_in_blocks_scores_as_bm25s_in_memory(store, tmp_path):
+ENGLISH = ["running", "runs", "ran", "the", "of", "cats", "cat's", "presidents", "president", "united", "states"]
+
+
+@pytest.mark.parametrize("analyzer", ["words", "english"])
+def test_bm25_built_in_blocks_scores_as_bm25s_in_memory(tmp_path, analyzer):
     import bm25s
 
-    search = CorpusSearch(BM25Engine(store, tmp_path / "bm25", use_title=False), store)
+    rng = random.Random(0)
+    rows = [(f"d{i}", " ".join(rng.choices(WORDS + ENGLISH, k=rng.randint(5, 40))), "") for i in range(3000)]
+    store = build_store(tmp_path / "s.sqlite", lambda: iter(rows), source="synthetic", block=500).store
+    search = CorpusSearch(BM25Engine(store, tmp_path / "bm25", use_title=False, analyzer=analyzer), store)
     texts = [p.text for b in store.blocks() for p in b]
     vocab: dict[str, int] = {}
-    ids = [[vocab.setdefault(t, len(vocab)) for t in tokenize(x, "en")] for x in texts]
+    ids = [[vocab.setdefault(t, len(vocab)) for t in analyze(x, "en", analyzer)] for x in texts]
+    assert ("run" in vocab and "the" not in vocab) == (analyzer == "english")
     ref = bm25s.BM25(method="lucene")
     ref.index((ids, vocab), show_progress=False)
-    for query in ("w1 w2 w3", "w399 w7", "w250"):
+    for query in ("w1 w2 w3", "w399 w7", "w250", "running cats of the president", "runs"):
         scores, rows = search.engine.search_rows([query], 10)
-        expected = ref.get_scores(tokenize(query, "en"))
+        expected = ref.get_scores(analyze(query, "en", analyzer))
         assert rows[0].dtype == np.int64
         np.testing.assert_allclose(scores[0], np.sort(expected)[::-1][:10], rtol=1e-5)
         np.testing.assert_allclose(scores[0], expected[rows[0]], rtol=1e-5)
@@ -95,6 +103,50 @@ def test_bm25_scored_on_its_postings_ranks_as_bm25s_full_score_vector(tmp_path):
         np.testing.assert_array_equal(scores[0], full[want])
         checked += len(want)
     assert checked > 5000
+
+
+def test_bm25_prunes_long_lists_yet_ranks_as_bm25s_full_score_vector(tmp_path):
+    """MaxScore: on Zipf-distributed words, queries that mix rare and common words read well under the postings
+    of their terms, and still give bm25s's full-vector top-k (rows, float32 scores, ties to the lower row)."""
+    rng = np.random.default_rng(3)
+    weights = 1 / np.arange(1, 401) ** 1.1
+    draws = rng.choice(400, size=(4000, 30), p=weights / weights.sum())
+    rows = [(f"d{i}", " ".join(f"w{w}" for w in ws), "") for i, ws in enumerate(draws)]
+    zipf = build_store(tmp_path / "z.sqlite", lambda: iter(rows), source="zipf", block=1000).store
+    index = BM25Engine(zipf, tmp_path / "bm25", use_title=False, analyzer="words").index
+    read = every = 0
+    for q in range(100):
+        ids = [index.vocab[f"w{w}"] for w in rng.choice(400, size=rng.integers(2, 7))] + [index.vocab["w0"]]
+        k = int(rng.choice([1, 10, 20]))
+        full = index.engine.get_scores_from_ids(ids)
+        want = np.lexsort((np.arange(len(full)), -full))[:k]
+        got = index.top(ids, k)
+        np.testing.assert_array_equal(got.rows, want)
+        np.testing.assert_array_equal(got.scores, full[want])
+        read += got.postings_read
+        every += sum(int(index.indptr[t + 1] - index.indptr[t]) for t in ids)
+    assert read < 0.5 * every
+    queries = [f"w0 w{i} w{i * 7 % 400}" for i in range(60)]
+    assert all(map(np.array_equal, index.search(queries, 10, threads=2)[1], index.search(queries, 10)[1]))
+
+
+def test_a_bm25_folder_from_before_analyzers_still_loads_and_a_new_analyzer_rebuilds(store, tmp_path):
+    import json
+
+    texts = lambda: ([p.text for p in b] for b in store.blocks(500))  # noqa: E731
+    folder = build_bm25(tmp_path / "ix", texts, n=len(store), source="x", analyzer="words")
+    done = json.loads((folder / "ctxcomp-bm25.json").read_text())
+    del done["analyzer"]
+    (folder / "ctxcomp-bm25.json").write_text(json.dumps(done))
+    (folder / MAXSCORE).unlink()
+    old = BM25Corpus(folder)  # every word kept then; each term's largest score computed and kept
+    assert old.analyzer == "words" and (folder / MAXSCORE).is_file()
+    np.testing.assert_array_equal(old.maxscore, [old.data[old.indptr[t]: old.indptr[t + 1]].max()
+                                                 for t in range(len(old.vocab))])
+    said = []
+    build_bm25(folder, texts, n=len(store), source="x", analyzer="english", say=said.append)
+    assert said == [f"bm25 index {folder}: built with analyzer 'words'; rebuilding with 'english'"]
+    assert BM25Corpus(folder).analyzer == "english"
 
 
 def test_a_killed_bm25_build_is_not_taken_for_finished_and_is_started_over(store, tmp_path):

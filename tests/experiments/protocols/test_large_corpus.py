@@ -49,9 +49,14 @@ def _summary(args) -> dict:
 
 def test_bm25_over_the_corpus_on_disk_matches_the_in_memory_retriever(oracle_tsv):
     tsv, litm = oracle_tsv
+    # over a corpus the analyzer is english by default (Pyserini's); the in-memory retriever's is words
     on_disk = _summary(["--litm", str(litm), "--corpus", str(tsv), "--limit", "300", "--json"])
-    in_memory = _summary(["--litm", str(litm), "--limit", "300", "--json", "--retriever-param", "backend=bm25s"])
+    in_memory = _summary(["--litm", str(litm), "--limit", "300", "--json", "--retriever-param", "backend=bm25s",
+                          "--retriever-param", "analyzer=english"])
     assert on_disk == in_memory and on_disk["n"] == 300 and on_disk["recall@20"] > 0.8
+    words = ["--retriever-param", "analyzer=words"]
+    assert _summary(["--litm", str(litm), "--corpus", str(tsv), "--limit", "300", "--json", *words]) == _summary(
+        ["--litm", str(litm), "--limit", "300", "--json", "--retriever-param", "backend=bm25s", *words])
     # the positional corpus takes a TSV too, with JSONL queries
     queries = tsv.with_name("q.jsonl")
     queries.write_text(json.dumps({"id": "a", "query": "who wrote the declaration of independence",
@@ -106,7 +111,8 @@ def test_the_curve_over_a_corpus_on_disk_gives_the_in_memory_curve(oracle_tsv, t
         return {r.k: r.recall for r in curve_rows(load_run(out))}
 
     on_disk = run({"retriever": "bm25", "depth": 20, "corpus": str(tsv)}, tmp_path / "disk")
-    in_memory = run({"retriever": {"name": "bm25", "params": {"backend": "bm25s"}}, "depth": 20}, tmp_path / "mem")
+    in_memory = run({"retriever": {"name": "bm25", "params": {"backend": "bm25s", "analyzer": "english"}}, "depth": 20},
+                    tmp_path / "mem")  # english: the corpus's default analyzer
     assert on_disk == in_memory and on_disk[20] > on_disk[1]
     preds = [json.loads(line) for line in (tmp_path / "disk" / "predictions.jsonl").read_text().splitlines()]
     assert {p["meta"]["corpus_size"] for p in preds} == {2600}
