@@ -132,10 +132,16 @@ def _mean(values: list[float]) -> str:
     return f"{100 * sum(values) / len(values):.2f}" if values else "—"
 
 
-def _fmt(pd: PairedDelta | None) -> str:
+def _fmt(pd: PairedDelta | None, attainable: float = 100.0) -> str:
+    """A paired difference with its interval; an interval as wide as everything the difference can be (a
+    difference of differences spans [-200, +200]) bounds nothing, so it is named as such, not printed."""
     if pd is None or pd.n == 0:
         return ""
-    return format_delta(pd) if pd.n >= MIN_PAIRS else f"{pd.delta:+.2f} (n={pd.n})"
+    if pd.n < MIN_PAIRS:
+        return f"{pd.delta:+.2f} (n={pd.n})"
+    if pd.lo <= -attainable + 1e-9 and pd.hi >= attainable - 1e-9:
+        return f"{pd.delta:+.2f} (no bound at this n)"
+    return format_delta(pd)
 
 
 def _difference_of_differences(a: RunData, b: RunData, ca: Cell, cb: Cell, fa: Cell | None,
@@ -195,7 +201,7 @@ def compare_runs(run_a: str | Path, run_b: str | Path,
                str(len(items_a)), str(len(items_b))]
         dod = _difference_of_differences(da, db, ca, cb, _full(da, ca.task, ca.reader), _full(db, cb.task, cb.reader))
         row += ["", "", "", "", ""] if dod is None else [
-            _fmt(dod[0]), _fmt(dod[1]), _fmt(dod[2]), f"{dod[2].p_value:.3f}" if dod[2].n >= MIN_PAIRS else "",
+            _fmt(dod[0]), _fmt(dod[1]), _fmt(dod[2], attainable=200.0), f"{dod[2].p_value:.3f}" if dod[2].n >= MIN_PAIRS else "",
             format_n(dod[2].n, dod[2].clusters)]
         body.append(row)
         if set(items_a) != set(items_b):

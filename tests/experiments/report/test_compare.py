@@ -114,13 +114,14 @@ def test_compare_pairs_over_documents_where_questions_share_them(tmp_path):
 
 
 def test_no_interval_compare_prints_passes_what_its_quantity_can_attain(tmp_path):
-    """Six documents of partial-credit scores: the betting test cannot bound anything under 8 documents, so
-    each interval is its quantity's whole range, and never more: a score's change against full within
-    [-100, +100] (it printed [-200.00, +200.00]: a change tested as a value in [-2, 2]), the difference of
-    the two changes within [-200, +200]."""
+    """Six documents of partial-credit scores: every interval stays within what its quantity can attain, a
+    score's change against full within [-100, +100] (it printed [-200.00, +200.00]: a change tested as a value
+    in [-2, 2]), the difference of the two changes within [-200, +200]; one as wide as that whole range bounds
+    nothing and is said so ("no bound at this n") instead of printed."""
     import re
 
     from experiments.data.records import Prediction
+    from experiments.report.stats import paired_delta
     from tests.experiments.report.test_tradeoff import point, write_run
 
     ids = [f"q{i}" for i in range(6)]
@@ -140,6 +141,24 @@ def test_no_interval_compare_prints_passes_what_its_quantity_can_attain(tmp_path
     row = dict(zip(header, next(r for r in body if r[2] == "truncate")))
     reach = {"B - A [95% CI]": 100, "A - full": 100, "B - full": 100, DOD: 200}
     for column, most in reach.items():
-        lo, hi = (float(x) for x in re.search(r"\[([-+0-9.]+), ([-+0-9.]+)\]", row[column]).groups())
-        assert -most <= lo <= hi <= most, (column, row[column])
-    assert row["A - full"].startswith("-5.00 [-100.00, +100.00]")
+        bounds = re.search(r"\[([-+0-9.]+), ([-+0-9.]+)\]", row[column])
+        if bounds is None:  # an interval as wide as all the quantity can be is named, not printed
+            assert row[column].endswith("(no bound at this n)"), (column, row[column])
+            continue
+        lo, hi = (float(x) for x in bounds.groups())
+        assert -most <= lo <= hi <= most and (lo, hi) != (-most, most), (column, row[column])
+    a_full = paired_delta(scores["fa"], scores["ca"], clusters=ids)
+    assert row["A - full"].startswith(f"{a_full.delta:+.2f}")
+
+
+def test_an_interval_as_wide_as_all_its_quantity_can_be_is_named_not_printed():
+    """A difference of differences spans [-200, +200]: an interval that wide bounds nothing, and printed as
+    `+33.33 [-200.00, +200.00]` beside 0-100 scores it reads as a scale error; a narrower one is printed."""
+    from experiments.inference.results import PairedDelta
+    from experiments.report.compare import _fmt
+
+    vacuous = PairedDelta(33.33, -200.0, 200.0, 1.0, 6, 6, method="betting")
+    assert _fmt(vacuous, attainable=200.0) == "+33.33 (no bound at this n)"
+    assert "[" not in _fmt(PairedDelta(5.0, -100.0, 100.0, 1.0, 6, 6, method="betting"))
+    assert _fmt(PairedDelta(5.0, -120.0, 150.0, 1.0, 6, 6, method="betting"), attainable=200.0) == \
+        "+5.00 [-120.00, +150.00]"
