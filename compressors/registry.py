@@ -22,7 +22,7 @@ COMPRESSORS.add("truncate", "compressors.truncate:TruncateCompressor")
 COMPRESSORS.add("retrieval", "compressors.retrieval:RetrievalCompressor")
 COMPRESSORS.add("summarize", "compressors.summarize:SummarizeCompressor")
 COMPRESSORS.add("top_k", "compressors.top_k:TopKPassages")
-COMPRESSORS.add("llmlingua", "compressors.llmlingua:LLMLinguaCompressor")
+COMPRESSORS.add("longllmlingua", "compressors.longllmlingua:LongLLMLinguaCompressor")
 
 INJECTED = ("tokenizer", "reader")
 

@@ -194,7 +194,7 @@ def arm_detail(example: Example | None, pred: Prediction | None, trace: Trace | 
     answers = list(pred.answers) if pred else []
     if kind == "full" and context:
         out["kept"] = [[0, len(context), "whole context"]]
-    elif kind == "llmlingua" and context and isinstance(inner.get("kept_text"), str):
+    elif kind == "longllmlingua" and context and isinstance(inner.get("kept_text"), str):
         out["kept"] = [[s, e, ""] for s, e in lingua_spans(context, inner.pop("kept_text"))]
         out["kept_words"] = True
     elif kind == "truncate" and context and prompt and isinstance(inner.get("policy"), str):

@@ -74,7 +74,7 @@ def tick_labels(ks: Sequence[int], *, ratio: float = 1.3) -> list[str]:
 # Colours and markers follow the compressor's name (and a retrieval line's retriever and order), never a config hash,
 # so a line looks the same in every run and every figure.
 KIND_STYLE = {"full": ("black", "*"), "truncate": ("#7f7f7f", "x"), "summarize": ("#2ca02c", "^"),
-              "llmlingua": ("#d62728", "D"), "top_k": ("#9467bd", "v"), "retrieval": ("#1f77b4", "o")}
+              "longllmlingua": ("#d62728", "D"), "top_k": ("#9467bd", "v"), "retrieval": ("#1f77b4", "o")}
 
 RETRIEVER_COLOURS = {"bm25": "#1f77b4", "minilm": "#ff7f0e", "contriever": "#8c564b", "mcontriever": "#8c564b",
                      "contriever_msmarco": "#c49c94", "openai": "#e377c2", "hybrid": "#17becf", "rerank": "#bcbd22"}

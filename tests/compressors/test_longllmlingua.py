@@ -50,7 +50,7 @@ def is_subsequence(short: str, long: str) -> bool:
 
 
 def compressor(tiny_lm, **params):
-    return make_compressor({"name": "llmlingua", "params": {"model": tiny_lm, "device": "cpu", "chunk_size": 40, **params}},
+    return make_compressor({"name": "longllmlingua", "params": {"model": tiny_lm, "device": "cpu", "chunk_size": 40, **params}},
                            tokenizer=CharTokenizer())
 
 
@@ -62,7 +62,7 @@ def test_rate_keeps_about_that_share_of_the_tokens_and_only_deletes(tiny_lm, mak
         shares[rate] = out.tokens_out / out.tokens_in
         assert abs(shares[rate] - rate) <= 0.15, (rate, shares[rate])
         # token deletion in the original document order: what is left is a subsequence of the documents
-        chunks = make_compressor({"name": "llmlingua", "params": {"model": tiny_lm, "chunk_size": 40}})._documents(item)
+        chunks = make_compressor({"name": "longllmlingua", "params": {"model": tiny_lm, "chunk_size": 40}})._documents(item)
         assert is_subsequence(out.text, "\n\n".join(chunks))
         assert out.trace["kept_text"] == out.text and out.trace["ratio"] == pytest.approx(out.tokens_in / out.tokens_out)
     assert shares[0.3] < shares[0.6]
@@ -118,16 +118,16 @@ def test_an_empty_question_fails_the_example(tiny_lm, make_item):
 ])
 def test_bad_values_are_param_errors(params, message):
     with pytest.raises(ParamError, match=message):
-        make_compressor({"name": "llmlingua", "params": params})
+        make_compressor({"name": "longllmlingua", "params": params})
 
 
 def test_registered_and_checked_without_loading_a_model():
-    comp = make_compressor("llmlingua")
-    assert comp.rate == 0.5 and comp._compressor is None and comp.label == "llmlingua(rate=0.5)"
+    comp = make_compressor("longllmlingua")
+    assert comp.rate == 0.5 and comp._compressor is None and comp.label == "longllmlingua(rate=0.5)"
     assert "longllmlingua" in comp.identity and "smollm2" in comp.identity
-    assert make_compressor("llmlingua", rate=0.3).identity != comp.identity
-    with pytest.raises(ParamError, match="compressor 'llmlingua' > chunker 'words': unknown parameter 'bogus'"):
-        COMPRESSORS.check({"name": "llmlingua", "params": {"chunker": {"name": "words", "params": {"bogus": 1}}}},
+    assert make_compressor("longllmlingua", rate=0.3).identity != comp.identity
+    with pytest.raises(ParamError, match="compressor 'longllmlingua' > chunker 'words': unknown parameter 'bogus'"):
+        COMPRESSORS.check({"name": "longllmlingua", "params": {"chunker": {"name": "words", "params": {"bogus": 1}}}},
                           injected=("tokenizer", "reader"))
 
 
@@ -139,7 +139,7 @@ def test_without_the_package_the_error_says_how_to_install_it(monkeypatch):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "llmlingua" else real(name, *a))
     with pytest.raises(UserError, match="pip install llmlingua==0.2.2"):
-        make_compressor("llmlingua")
+        make_compressor("longllmlingua")
 
 
 @pytest.mark.slow
@@ -160,7 +160,7 @@ def test_smollm2_ranks_the_gold_passage_first(shared_data, make_item):
     path = shared_data / "lost_in_the_middle" / "nq-open-oracle.jsonl.gz"
     with gzip.open(path, "rt", encoding="utf-8") as fh:
         rows = [json.loads(line) for _, line in zip(range(25), fh)]
-    comp = make_compressor({"name": "llmlingua", "params": {"rate": 0.33, "device": "cpu"}})
+    comp = make_compressor({"name": "longllmlingua", "params": {"rate": 0.33, "device": "cpu"}})
     first = kept = 0
     for i in range(0, 25, 5):
         group = rows[i: i + 5]
@@ -178,7 +178,7 @@ def test_smollm2_ranks_the_gold_passage_first(shared_data, make_item):
 
 def test_a_budget_sets_the_target_and_an_overshoot_is_recorded_not_cut(tiny_lm, make_item):
     comp = compressor(tiny_lm)
-    assert comp.budget_support == "best_effort" and comp.line_label == "llmlingua"
+    assert comp.budget_support == "best_effort" and comp.line_label == "longllmlingua"
     item = make_item(CONTEXT, QUESTION)
     for budget in (5, len(CONTEXT) // 2):
         out = comp.compress(item, budget)
@@ -238,7 +238,7 @@ def comparable(out):
 @pytest.fixture
 def own_cache(tmp_path, monkeypatch):
     """A cache folder of this test's own, and no ranking cache held in memory from an earlier test."""
-    import compressors.llmlingua as module
+    import compressors.longllmlingua as module
 
     monkeypatch.setenv("CTXCOMP_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(module, "_rankings", {})
@@ -255,7 +255,7 @@ def test_every_budget_and_reader_reuses_one_ranking_and_the_outputs_are_byte_ide
     def run(use_cache):  # one compressor per (reader, budget), as a run's grid builds them
         outs = []
         for counter, budget in grid:
-            comp = make_compressor({"name": "llmlingua", "params": {"model": tiny_lm, "device": "cpu", "chunk_size": 40,
+            comp = make_compressor({"name": "longllmlingua", "params": {"model": tiny_lm, "device": "cpu", "chunk_size": 40,
                                                                      "use_cache": use_cache}}, tokenizer=counter)
             outs.append(compress_counted(comp, item, budget))
         return outs
@@ -279,7 +279,7 @@ def test_every_budget_and_reader_reuses_one_ranking_and_the_outputs_are_byte_ide
 
 
 def test_a_new_process_reads_the_ranking_from_disk(tiny_lm, make_item, own_cache):
-    import compressors.llmlingua as module
+    import compressors.longllmlingua as module
 
     item = documents_item(make_item)
     scored, calls, _ = compress_counted(compressor(tiny_lm), item, BUDGETS[1])
@@ -307,7 +307,7 @@ def test_another_lm_or_llmlingua_version_ranks_afresh(tiny_lm, make_item, own_ca
 
 @pytest.mark.parametrize("entry", ['{"order": [[0, 1.5]], "seconds": 0.1}', "not json", '{"seconds": 1}'])
 def test_an_entry_that_does_not_rank_these_documents_is_scored_again(tiny_lm, make_item, own_cache, entry):
-    import compressors.llmlingua as module
+    import compressors.longllmlingua as module
 
     item = documents_item(make_item)
     scored = compressor(tiny_lm).compress(item, BUDGETS[2])

@@ -176,7 +176,7 @@ def _prompt_compressor(model: Any, tokenizer: Any, device: str, counter: Tokeniz
     return pc
 
 
-class LLMLinguaCompressor(Compressor):
+class LongLLMLinguaCompressor(Compressor):
     """Prune the context's tokens with LongLLMLingua, keeping about ``rate`` of them or ``target_token`` of them.
 
     Parameters
@@ -228,9 +228,9 @@ class LLMLinguaCompressor(Compressor):
     ) -> None:
         super().__init__(tokenizer)
         if importlib.util.find_spec("llmlingua") is None:
-            raise UserError(f"the llmlingua compressor needs the package llmlingua: pip install {REQUIREMENT}")
+            raise UserError(f"the longllmlingua compressor needs the package llmlingua: pip install {REQUIREMENT}")
         if rate is not None and target_token is not None:
-            raise ParamError("llmlingua: give rate or target_token, not both")
+            raise ParamError("longllmlingua: give rate or target_token, not both")
         # context_budget: llmlingua evaluates "target_token" + context_budget with eval(), so its annotation lets
         # only an operator and a number through
         self.rate = float(rate) if rate is not None else (None if target_token is not None else DEFAULT_RATE)
@@ -240,7 +240,7 @@ class LLMLinguaCompressor(Compressor):
         self.chunk_size = chunk_size
         self.reorder, self.dynamic_ratio, self.context_budget = reorder, float(dynamic_ratio), context_budget
         self.use_cache = use_cache
-        self._chunker_spec = ComponentSpec.parse(chunker, "llmlingua: chunker")
+        self._chunker_spec = ComponentSpec.parse(chunker, "longllmlingua: chunker")
         self._chunker = make_chunker(self._chunker_spec, chunk_size)
         self._compressor: Any = None
         self._lock = threading.Lock()
@@ -252,16 +252,16 @@ class LLMLinguaCompressor(Compressor):
     @property
     def identity(self) -> str:
         amount = f"rate={self.rate:g}" if self.rate is not None else f"target_token={self.target_token}"
-        return (f"llmlingua(longllmlingua,lm={self.model_id},dtype={self.dtype},{amount},reorder={self.reorder},"
+        return (f"longllmlingua(lm={self.model_id},dtype={self.dtype},{amount},reorder={self.reorder},"
                 f"dynamic={self.dynamic_ratio:g},budget={self.context_budget},{self._chunker_spec.name}:{self.chunk_size})")
 
     @property
     def label(self) -> str:
-        return f"llmlingua(rate={self.rate:g})" if self.rate is not None else f"llmlingua(<={self.target_token} tokens)"
+        return f"longllmlingua(rate={self.rate:g})" if self.rate is not None else f"longllmlingua(<={self.target_token} tokens)"
 
     @property
     def line_label(self) -> str:
-        return "llmlingua"
+        return "longllmlingua"
 
     def _prompt_compressor(self) -> Any:
         if self._compressor is None:
@@ -322,7 +322,7 @@ class LLMLinguaCompressor(Compressor):
             raise CompressionError(f"example {item.id!r}: LongLLMLingua ranks and prunes by the question; the query is empty")
         tokens_in = self.count_tokens(item.context)
         documents = self._documents(item)
-        progress_note()(f"llmlingua: compressing example {item.id} ({len(documents)} documents)")
+        progress_note()(f"longllmlingua: compressing example {item.id} ({len(documents)} documents)")
         joined = "\n\n".join(documents)
         target = budget if budget is not None else self.target_token
         if target is None:
