@@ -23,6 +23,7 @@ COMPRESSORS.add("retrieval", "compressors.retrieval:RetrievalCompressor")
 COMPRESSORS.add("summarize", "compressors.summarize:SummarizeCompressor")
 COMPRESSORS.add("top_k", "compressors.top_k:TopKPassages")
 COMPRESSORS.add("longllmlingua", "compressors.longllmlingua:LongLLMLinguaCompressor")
+COMPRESSORS.add("llmlingua2", "compressors.llmlingua2:LLMLingua2Compressor")
 
 INJECTED = ("tokenizer", "reader")
 
