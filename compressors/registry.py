@@ -24,6 +24,7 @@ COMPRESSORS.add("summarize", "compressors.summarize:SummarizeCompressor")
 COMPRESSORS.add("top_k", "compressors.top_k:TopKPassages")
 COMPRESSORS.add("longllmlingua", "compressors.longllmlingua:LongLLMLinguaCompressor")
 COMPRESSORS.add("llmlingua2", "compressors.llmlingua2:LLMLingua2Compressor")
+COMPRESSORS.add("recomp_extractive", "compressors.recomp_extractive:RecompExtractiveCompressor")
 
 INJECTED = ("tokenizer", "reader")
 

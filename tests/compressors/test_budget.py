@@ -65,6 +65,7 @@ GUARANTEED = {
     "retrieval passages": {"name": "retrieval", "params": {"retriever": "bm25", "unit": "passage"}},
     "summarize": {"name": "summarize", "params": {"chunker": "words", "chunk_size": 9, "query_focused": True}},
     "top_k": {"name": "top_k"},
+    "recomp_extractive": {"name": "recomp_extractive", "params": {"retriever": "bm25"}},  # BM25 scoring, for speed
 }
 
 
