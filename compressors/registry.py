@@ -25,6 +25,7 @@ COMPRESSORS.add("top_k", "compressors.top_k:TopKPassages")
 COMPRESSORS.add("longllmlingua", "compressors.longllmlingua:LongLLMLinguaCompressor")
 COMPRESSORS.add("llmlingua2", "compressors.llmlingua2:LLMLingua2Compressor")
 COMPRESSORS.add("recomp_extractive", "compressors.recomp_extractive:RecompExtractiveCompressor")
+COMPRESSORS.add("selective_context", "compressors.selective_context:SelectiveContextCompressor")
 
 INJECTED = ("tokenizer", "reader")
 
