@@ -210,6 +210,7 @@ class LongLLMLinguaCompressor(Compressor):
     nested = {"chunker": Nested(CHUNKERS, injected=("size", "overlap"))}
     budget_support: ClassVar[BudgetSupport] = "best_effort"
     replaced_by_budget: ClassVar[tuple[str, ...]] = ("rate", "target_token")
+    needs_query: ClassVar[bool] = True  # LongLLMLingua ranks and prunes by the question
 
     def __init__(
         self,
@@ -301,15 +302,17 @@ class LongLLMLinguaCompressor(Compressor):
             return [render_passage(p) for p in passages]
         return [c.text.strip() for c in split_context(self._chunker, item)]
 
+    def settings(self, item: Compressible) -> dict[str, Any]:
+        """What ``compress_prompt`` is given beside the documents and the target: LongLLMLingua's settings."""
+        return {"question": item.query, "reorder_context": self.reorder,
+                "dynamic_context_compression_ratio": self.dynamic_ratio, **SETTINGS}
+
     def _run(self, pc: Any, item: Compressible, documents: list[str], target_lm: int) -> tuple[str, dict]:
         """One ``compress_prompt`` call at ``target_lm`` LM tokens; (pruned text, llmlingua's result)."""
         pc.context_idxs.clear()  # llmlingua appends each call's document ranking here
         try:
-            result = pc.compress_prompt(
-                documents, question=item.query, target_token=target_lm, reorder_context=self.reorder,
-                dynamic_context_compression_ratio=self.dynamic_ratio, context_budget=self.context_budget,
-                concate_question=False, **SETTINGS,
-            )
+            result = pc.compress_prompt(documents, target_token=target_lm, context_budget=self.context_budget,
+                                        concate_question=False, **self.settings(item))
         except AssertionError as err:  # llmlingua checks its inputs with assert
             raise CompressionError(f"example {item.id!r}: llmlingua refused the example: {err or 'an internal check failed'}") from None
         text = result["compressed_prompt"].strip()
@@ -318,11 +321,11 @@ class LongLLMLinguaCompressor(Compressor):
         return text, result
 
     def compress(self, item: Compressible, budget: int | None = None) -> CompressedContext:
-        if not item.query or not item.query.strip():
+        if self.needs_query and (not item.query or not item.query.strip()):
             raise CompressionError(f"example {item.id!r}: LongLLMLingua ranks and prunes by the question; the query is empty")
         tokens_in = self.count_tokens(item.context)
         documents = self._documents(item)
-        progress_note()(f"longllmlingua: compressing example {item.id} ({len(documents)} documents)")
+        progress_note()(f"{self.line_label}: compressing example {item.id} ({len(documents)} documents)")
         joined = "\n\n".join(documents)
         target = budget if budget is not None else self.target_token
         if target is None:
