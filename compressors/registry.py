@@ -26,6 +26,7 @@ COMPRESSORS.add("longllmlingua", "compressors.longllmlingua:LongLLMLinguaCompres
 COMPRESSORS.add("llmlingua", "compressors.llmlingua:LLMLinguaCompressor")
 COMPRESSORS.add("llmlingua2", "compressors.llmlingua2:LLMLingua2Compressor")
 COMPRESSORS.add("recomp_extractive", "compressors.recomp_extractive:RecompExtractiveCompressor")
+COMPRESSORS.add("recomp_abstractive", "compressors.recomp_abstractive:RecompAbstractiveCompressor")
 COMPRESSORS.add("selective_context", "compressors.selective_context:SelectiveContextCompressor")
 
 INJECTED = ("tokenizer", "reader")

@@ -74,7 +74,7 @@ def test_every_compressor_that_guarantees_a_budget_is_in_the_property_test():
     assert guaranteed == {spec["name"] for spec in GUARANTEED.values()}
     assert {name: cls.budget_support for name, cls in COMPRESSORS.items() if cls.budget_support != "guaranteed"} == {
         "full": "none", "longllmlingua": "best_effort", "llmlingua": "best_effort", "llmlingua2": "best_effort",
-        "selective_context": "best_effort"}
+        "selective_context": "best_effort", "recomp_abstractive": "best_effort"}
 
 
 class Item:
