@@ -16,9 +16,12 @@ Where it differs, and why: the ``phrase`` unit (spaCy's noun chunks merged into 
 ``word`` (whitespace-separated words: spaCy's tokens without the merge), since the parser cannot be had offline;
 the LM is any causal LM (default the packaged SmolLM2, not GPT-2); kept units keep the context's own spacing (the
 authors' code joins token units without the space between sentences and sentence units with a double space where
-one was dropped).  A check on real text (L-Eval news, SmolLM2 in both, the authors' ``SelectiveContext`` with
-spaCy stubbed out, at token and sentence level): the kept text was the same up to whitespace
-(docs/compressors.md, "selective_context").
+one was dropped).  Checked on real text (the first 2,500 characters of 4 L-Eval news articles, reduce ratios 0.2
+and 0.5, SmolLM2 as the LM of both, the authors' ``SelectiveContext`` with its spaCy parser replaced by a
+whitespace word splitter): the kept text was the same up to whitespace in 8 of 8 cases at token level, 8 of 8 at
+sentence level and 7 of 8 for ``word`` against their ``phrase`` on words (one word, "of", kept here and dropped
+there: their code spreads a token's information over the units it spans by character count, this one gives it
+to the word where the token starts).
 
 Scored once: a sentence's token self-information depends on the sentence and the LM alone, so it is memoised per
 (LM, sentence) in the process; every ratio, budget and reader of a grid re-uses it.
