@@ -55,3 +55,22 @@ def test_the_label_and_parameters_are_llmlinguas_not_longllmlinguas(tiny_lm):
     assert comp.identity.startswith("llmlingua(lm=")
     with pytest.raises(Exception, match="unknown parameter 'reorder'"):
         make_compressor({"name": "llmlingua", "params": {"reorder": "sort"}})
+
+
+@pytest.mark.slow
+def test_smollm2_compresses_a_real_wikipedia_page_near_the_budget():
+    import json
+
+    from tests.conftest import SHARED_DATA
+
+    path = SHARED_DATA / "leval" / "natural_question.jsonl"
+    if not path.is_file():
+        pytest.skip(f"{path} not found")
+    page = " ".join(json.loads(path.read_text(encoding="utf-8").splitlines()[0])["input"].split()[:1200])
+
+    class Page:
+        id, context, query, passages, lang = "nq0", page, "", (), "en"
+
+    out = make_compressor({"name": "llmlingua", "params": {"device": "cpu"}}).compress(Page(), 300)
+    assert out.tokens_out < out.tokens_in / 2 and out.trace["over_budget"] == (out.tokens_out > 300)
+    assert len(out.trace["ranking"]) == out.trace["n_documents"] > 1 and out.kept_spans

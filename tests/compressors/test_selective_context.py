@@ -62,3 +62,23 @@ def test_a_budget_is_aimed_at_and_recorded(tiny_lm):
     assert abs(out.tokens_out - 20) <= 8 and out.trace["over_budget"] == (out.tokens_out > 20)
     whole = comp.compress(Item(CONTEXT), 10**4)
     assert whole.text == CONTEXT and whole.kept_spans == ((0, len(CONTEXT)),)
+
+
+@pytest.mark.slow
+def test_smollm2_on_a_real_news_article_drops_the_share_asked():
+    import json
+
+    from tests.conftest import SHARED_DATA
+
+    path = SHARED_DATA / "leval" / "news_summ.jsonl"
+    if not path.is_file():
+        pytest.skip(f"{path} not found")
+    article = json.loads(path.read_text(encoding="utf-8").splitlines()[0])["input"][:3000]
+    comp = make_compressor({"name": "selective_context", "params": {"reduce_ratio": 0.35, "device": "cpu"}})
+    out = comp.compress(Item(article))
+    n, kept = out.trace["n_units"], out.trace["n_kept"]
+    assert n > 300 and abs(kept - 0.65 * n) <= 0.02 * n  # a percentile of distinct float scores: ties are rare
+    assert set(out.text.split()) <= set(article.split()) and out.tokens_out < out.tokens_in
+    again = make_compressor({"name": "selective_context", "params": {"reduce_ratio": 0.6, "device": "cpu"}}
+                            ).compress(Item(article))
+    assert again.trace["sentences_scored"] == 0 and again.tokens_out < out.tokens_out
