@@ -2,7 +2,7 @@
 
 The ranking (one LM pass per document, conditioned on the question) does not depend on the budget or on the
 reader, so it is kept per (scoring LM, versions, documents, question) and re-used by every budget and reader
-of a grid (``compressors.llmlingua``, "Scored once", which holds the one cache per directory the process shares).
+of a grid (``compressors.longllmlingua``, "Scored once", which holds the one cache per directory the process shares).
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ MEMO_SIZE = 4096  # rankings kept in memory (a few hundred bytes each); the disk
 
 
 def ranking_key(scorer: str, documents: Sequence[str], question: str, rank_method: str, condition: str) -> str:
-    """The cache key of one document ranking: the scoring LM (:meth:`LLMLinguaCompressor.scorer`, which names
+    """The cache key of one document ranking: the scoring LM (:meth:`LongLLMLinguaCompressor.scorer`, which names
     its versions), llmlingua's ranking settings, the question and the documents, hashed."""
     payload = [scorer, rank_method, condition, question, list(documents)]
     return hashlib.sha256(json.dumps(payload, ensure_ascii=False).encode("utf-8")).hexdigest()

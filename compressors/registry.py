@@ -23,7 +23,12 @@ COMPRESSORS.add("truncate", "compressors.truncate:TruncateCompressor")
 COMPRESSORS.add("retrieval", "compressors.retrieval:RetrievalCompressor")
 COMPRESSORS.add("summarize", "compressors.summarize:SummarizeCompressor")
 COMPRESSORS.add("top_k", "compressors.top_k:TopKPassages")
+COMPRESSORS.add("longllmlingua", "compressors.longllmlingua:LongLLMLinguaCompressor")
 COMPRESSORS.add("llmlingua", "compressors.llmlingua:LLMLinguaCompressor")
+COMPRESSORS.add("llmlingua2", "compressors.llmlingua2:LLMLingua2Compressor")
+COMPRESSORS.add("recomp_extractive", "compressors.recomp_extractive:RecompExtractiveCompressor")
+COMPRESSORS.add("recomp_abstractive", "compressors.recomp_abstractive:RecompAbstractiveCompressor")
+COMPRESSORS.add("selective_context", "compressors.selective_context:SelectiveContextCompressor")
 
 INJECTED = ("tokenizer", "reader")
 

@@ -3,18 +3,22 @@
 A compressor knows what it kept while it keeps it; these turn that knowledge into sorted, non-overlapping
 ``[start, end)`` character spans of the example's context, so the view can highlight any compressor's choice
 (a plugin's as well as a built-in's) without knowing how it chose.
+
+A token pruner (the LLMLingua family, Selective Context) returns only its kept text: the context's words or
+word pieces, in order, joined by spaces or run together where whitespace tokens were dropped ("PhysicsThe").
+``align_kept_text`` finds where each piece came from, left to right: each whitespace-separated piece is consumed
+as a run of fragments, each the longest prefix of what is left that occurs at or after the current place.  That
+is exact for whole kept words and a close reading for pieces of words; a fragment found nowhere ahead (a
+normaliser changed it) is passed over, never matched backwards.
 """
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable, Sequence
 
 from indexes.types import Passage
 
 Span = tuple[int, int]
-_WORD = re.compile(r"\S+")
-WORD_LOOKAHEAD = 200  # context words searched for the next kept word before it counts as a fragment
 
 
 def normalized(spans: Iterable[Span]) -> tuple[Span, ...]:
@@ -71,25 +75,43 @@ def edge_spans(context: str, kept: str, *, head: bool, tail: bool) -> tuple[Span
     return normalized([(0, split), (len(context) - (len(kept) - split), len(context))])
 
 
-def word_spans(context: str, kept_text: str) -> tuple[Span, ...]:
-    """The context's words that a token-dropping compressor (LongLLMLingua) kept: its kept text aligned word by
-    word with the context, in order (a kept word that is only part of a context word marks that word).  A kept
-    "word" may be pieces of several; one found in none of the next ``WORD_LOOKAHEAD`` context words is passed
-    over.  Neighbours separated by whitespace only become one span."""
-    words = list(_WORD.finditer(context))
-    found: list[Span] = []
-    at = 0
-    for kept in (m.group() for m in _WORD.finditer(kept_text)):
-        for i in range(at, min(len(words), at + WORD_LOOKAHEAD)):
-            word = words[i].group()
-            if word == kept or (len(kept) > 2 and kept in word):
-                found.append((words[i].start(), words[i].end()))
-                at = i + 1
-                break
-    merged: list[Span] = []
-    for s, e in found:
-        if merged and not context[merged[-1][1]:s].strip():
-            merged[-1] = (merged[-1][0], e)
+def _longest_prefix_at(context: str, piece: str, start: int) -> tuple[int, int]:
+    """(where, length) of the longest prefix of ``piece`` found in ``context`` at or after ``start``; length 0
+    when not even its first character is.  A prefix found means every shorter one is, so bisect the length."""
+    lo, hi, where = 0, len(piece), -1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        found = context.find(piece[:mid], start)
+        if found >= 0:
+            lo, where = mid, found
         else:
-            merged.append((s, e))
+            hi = mid - 1
+    return where, lo
+
+
+def merge_spans(spans: list[tuple[int, int]], context: str) -> tuple[Span, ...]:
+    """Sorted spans with neighbours that only whitespace separates joined, so a kept sentence is one span."""
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if merged and (start <= merged[-1][1] or not context[merged[-1][1]:start].strip()):
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
     return tuple(merged)
+
+
+def align_kept_text(context: str, kept_text: str) -> tuple[Span, ...]:
+    """The spans of ``context`` that ``kept_text`` (a pruner's output, in order) was cut from."""
+    spans: list[tuple[int, int]] = []
+    at = 0
+    for piece in kept_text.split():
+        rest = piece
+        while rest:
+            where, length = _longest_prefix_at(context, rest, at)
+            if length == 0:
+                rest = rest[1:]  # a character the context does not have ahead: pass over it
+                continue
+            spans.append((where, where + length))
+            at = where + length
+            rest = rest[length:]
+    return merge_spans(spans, context)

@@ -1,7 +1,7 @@
 """What the Hugging Face reader reads off a ``transformers`` model, apart from running it: the keyword names its
 signatures use (:class:`ModelKeywords`), its memory per token and the batch that fits, and the dtype to load.
 
-Kept apart from ``readers.hf`` so that a compressor loading its own LM (``compressors.llmlingua``) uses the same
+Kept apart from ``readers.hf`` so that a compressor loading its own LM (``compressors.longllmlingua``) uses the same
 rules without the reader.
 """
 from __future__ import annotations

@@ -150,16 +150,19 @@ class SentenceTransformerEncoder:
             from sentence_transformers import SentenceTransformer
 
             device = resolve_device(self.device)
-            if self.mean_pooling:  # a Hugging Face encoder: the mean of its last hidden states over the mask
-                from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
+            try:  # offline, the hub's message says "the files" without naming which model it looked for
+                if self.mean_pooling:  # a Hugging Face encoder: the mean of its last hidden states over the mask
+                    from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
 
-                word = Transformer(self.model, max_seq_length=self.max_length)
-                pool = Pooling(word.get_embedding_dimension(), pooling_mode="mean")
-                self._model = SentenceTransformer(modules=[word, pool], device=device)
-            else:
-                self._model = SentenceTransformer(self.model, device=device)
-                if self.max_length is not None:
-                    self._model.max_seq_length = self.max_length
+                    word = Transformer(self.model, max_seq_length=self.max_length)
+                    pool = Pooling(word.get_embedding_dimension(), pooling_mode="mean")
+                    self._model = SentenceTransformer(modules=[word, pool], device=device)
+                else:
+                    self._model = SentenceTransformer(self.model, device=device)
+                    if self.max_length is not None:
+                        self._model.max_seq_length = self.max_length
+            except OSError as err:
+                raise UserError(f"could not load the encoder {self.model!r}: {err}") from None
             self._set_precision(self._model)
         return self._model
 

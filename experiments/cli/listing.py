@@ -181,7 +181,7 @@ def _size(n: int) -> str:
 def cache_folders() -> list[tuple[str, Path]]:
     """Every folder ctxcomp keeps under the cache root (or where its own variable moves it), by name."""
     from compressors.cache import CACHE_NAME as COMPRESSIONS
-    from compressors.llmlingua import CACHE_NAME as RANKINGS
+    from compressors.llmlingua_rankings import CACHE_NAME as RANKINGS
     from core.paths import cache_root, model_cache_root
     from experiments.data.catalog import data_dir
     from experiments.run.sharding import default_shard_root

@@ -65,6 +65,7 @@ GUARANTEED = {
     "retrieval passages": {"name": "retrieval", "params": {"retriever": "bm25", "unit": "passage"}},
     "summarize": {"name": "summarize", "params": {"chunker": "words", "chunk_size": 9, "query_focused": True}},
     "top_k": {"name": "top_k"},
+    "recomp_extractive": {"name": "recomp_extractive", "params": {"retriever": "bm25"}},  # BM25 scoring, for speed
 }
 
 
@@ -72,7 +73,8 @@ def test_every_compressor_that_guarantees_a_budget_is_in_the_property_test():
     guaranteed = {name for name, cls in COMPRESSORS.items() if cls.budget_support == "guaranteed"}
     assert guaranteed == {spec["name"] for spec in GUARANTEED.values()}
     assert {name: cls.budget_support for name, cls in COMPRESSORS.items() if cls.budget_support != "guaranteed"} == {
-        "full": "none", "llmlingua": "best_effort"}
+        "full": "none", "longllmlingua": "best_effort", "llmlingua": "best_effort", "llmlingua2": "best_effort",
+        "selective_context": "best_effort", "recomp_abstractive": "best_effort"}
 
 
 class Item:
@@ -148,7 +150,7 @@ def test_summarize_gives_each_summary_an_equal_share_and_flags_a_cut(make_item):
     ({"name": "full"}, True, "takes no token budget"),
     ({"name": "truncate", "params": {"max_tokens": 9}}, True, "max_tokens and the budget axis both set the size"),
     ({"name": "retrieval", "params": {"token_budget": 9}}, True, "token_budget and the budget axis"),
-    ({"name": "llmlingua", "params": {"rate": 0.5}}, True, "rate and the budget axis"),
+    ({"name": "longllmlingua", "params": {"rate": 0.5}}, True, "rate and the budget axis"),
     ({"name": "truncate"}, False, "give max_tokens, or put it on a budget axis"),
     ({"name": "top_k"}, False, "give k, or put it on a budget axis"),
 ])

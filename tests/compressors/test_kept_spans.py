@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from compressors.registry import make_compressor
-from compressors.spans import edge_spans, normalized, word_spans
+from compressors.spans import align_kept_text, edge_spans, normalized
 from indexes.types import Passage, render_passage
 from tests.support.first_words import FirstWords
 
@@ -67,4 +67,4 @@ def test_the_span_helpers():
     context = "the cat sat on the mat"
     assert edge_spans(context, "the cat mat", head=True, tail=True) == ((0, 7), (18, 22))
     assert edge_spans(context, "the cat", head=True, tail=False) == ((0, 7),)
-    assert word_spans(context, "cat mat") == ((4, 7), (19, 22))
+    assert align_kept_text(context, "cat mat") == ((4, 7), (19, 22))

@@ -31,7 +31,7 @@ def all_arms_config(tiny_lm: str) -> dict:
             {"name": "summarize", "params": {"chunk_size": 60, "max_summary_words": 20}},
             {"name": "summarize", "label": "summarize-query-focused",
              "params": {"chunk_size": 60, "max_summary_words": 20, "query_focused": True}},
-            {"name": "llmlingua", "params": {"model": tiny_lm, "device": "cpu", "chunk_size": 40, "rate": 0.5}},
+            {"name": "longllmlingua", "params": {"model": tiny_lm, "device": "cpu", "chunk_size": 40, "rate": 0.5}},
             {"name": "top_k", "params": {"k": 2}},
         ],
         "readers": ["extractive"],

@@ -13,7 +13,7 @@ def tiny_lm_path(tmp_path_factory) -> str:
 
 @pytest.fixture(scope="session")
 def all_arms_run(tmp_path_factory, tiny_lm_path):
-    """A run holding every shipped compressor (llmlingua scored by the tiny Llama), read by the extractive reader."""
+    """A run holding every shipped compressor (longllmlingua scored by the tiny Llama), read by the extractive reader."""
     pytest.importorskip("llmlingua")
     from tests.support.all_arms_run import make_all_arms_run
 

@@ -17,7 +17,7 @@ from experiments.report.truncation import full_context_cuts, truncation_warnings
 from experiments.view.page import build_view
 from tests.support.view_run import lines
 
-KINDS = {"full", "truncate", "retrieval", "summarize", "llmlingua", "top_k"}
+KINDS = {"full", "truncate", "retrieval", "summarize", "longllmlingua", "top_k"}
 
 
 def _by_example(run, name: str) -> dict[str, list[dict]]:
@@ -39,7 +39,7 @@ def test_show_prints_every_example_of_a_run_with_every_compressor(all_arms_run):
         assert out.count("=== nq_multidoc |") == len(recs) + len(failures.get(ex_id, []))
         for trace in traces[ex_id]:
             ranking = trace["trace"].get("ranking")
-            if trace["compressor_kind"] == "llmlingua":  # document indices, best first, no score
+            if trace["compressor_kind"] == "longllmlingua":  # document indices, best first, no score
                 assert ranking and all(isinstance(i, int) for i in ranking)
                 shown = [f"  {rank:>3}.   document {doc}" for rank, doc in enumerate(ranking, start=1)]
                 assert "\n".join(shown) in out
@@ -51,7 +51,7 @@ def test_show_prints_every_example_of_a_run_with_every_compressor(all_arms_run):
     assert kinds_with_summaries == {"summarize"}
 
 
-def test_the_view_holds_every_arm_and_reads_llmlinguas_ranking(all_arms_run):
+def test_the_view_holds_every_arm_and_reads_longllmlinguas_ranking(all_arms_run):
     meta, blocks = build_view(all_arms_run, contexts=load_contexts)
     preds = _by_example(all_arms_run, "predictions.jsonl")
     traces = {(t["id"], t["config_hash"]): t for t in lines(all_arms_run, "traces.jsonl")}
@@ -63,7 +63,7 @@ def test_the_view_holds_every_arm_and_reads_llmlinguas_ranking(all_arms_run):
         scored = [a for a in block["arms"] if "failure" not in a]
         assert len(scored) == len(preds[ex["id"]])
         for arm in scored:
-            if arm["kind"] != "llmlingua":
+            if arm["kind"] != "longllmlingua":
                 continue
             ranking = block["rankings"][arm["ranking"]]
             trace = traces[(ex["id"], meta["cells"][arm["c"]]["hash"])]

@@ -138,7 +138,7 @@ def test_every_example_of_every_compressor_opens_in_a_browser(tmp_path, browser,
         assert len(cards) == len(block["arms"]) == len(meta["cells"])  # every arm, scored or failed
         for card, arm in zip(cards, block["arms"]):
             kinds.add(arm["kind"])
-            if "ranking" in arm:  # retrieval (both orders, hybrid, rerank), top_k and llmlingua
+            if "ranking" in arm:  # retrieval (both orders, hybrid, rerank), top_k and longllmlingua
                 ranked.add(arm["kind"])
                 rows = card.find_elements("css selector", "table.ranking tbody tr")
                 assert len(rows) == len(block["rankings"][arm["ranking"]]) > 0
@@ -148,8 +148,8 @@ def test_every_example_of_every_compressor_opens_in_a_browser(tmp_path, browser,
                 _view(browser, "example")
                 assert _css(browser, "#context mark.kept") or _css(browser, "#context .summary-text")
         assert not _errors_on_page(browser)
-    assert kinds == {"full", "truncate", "retrieval", "summarize", "llmlingua", "top_k"}
-    assert ranked == {"retrieval", "top_k", "llmlingua"}  # LongLLMLingua's document ranking is a table too
+    assert kinds == {"full", "truncate", "retrieval", "summarize", "longllmlingua", "top_k"}
+    assert ranked == {"retrieval", "top_k", "longllmlingua"}  # LongLLMLingua's document ranking is a table too
     browser.save_screenshot(str(tmp_path / "all-arms.png"))
 
 

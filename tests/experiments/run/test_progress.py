@@ -116,12 +116,12 @@ def test_llmlingua_says_which_example_it_compresses(tmp_path):
 
     examples = make_multidoc_qa(1, num_docs=3, words_per_doc=20, seed=0)
     model = build_tiny_lm(tmp_path / "lm", [p.text for ex in examples for p in ex.passages])
-    lingua = make_compressor({"name": "llmlingua", "params": {"model": model, "device": "cpu", "rate": 0.5}})
+    lingua = make_compressor({"name": "longllmlingua", "params": {"model": model, "device": "cpu", "rate": 0.5}})
     notes: list[str] = []
     with reporting_progress(notes.append):
         for ex in examples:
             lingua.compress(ex)
-    assert notes == [f"llmlingua: compressing example {ex.id} (3 documents)" for ex in examples]
+    assert notes == [f"longllmlingua: compressing example {ex.id} (3 documents)" for ex in examples]
 
 
 def test_litm_and_source_take_a_data_name(tmp_path, monkeypatch):

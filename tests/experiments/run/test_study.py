@@ -75,7 +75,7 @@ def test_the_budget_sweep_runs_end_to_end_and_its_report_has_every_tradeoff_tabl
     for comp in cfg["compressors"]:
         if isinstance(comp, dict) and comp["name"] == "summarize":
             comp["params"]["query_focused"] = True
-        if isinstance(comp, dict) and comp["name"] == "llmlingua":
+        if isinstance(comp, dict) and comp["name"] == "longllmlingua":
             comp["params"] = {"model": lm, "device": "cpu"}
     out = tmp_path / "sweep"
     import torch

@@ -18,7 +18,7 @@ every output is byte-identical between the arms, and LongLLMLingua's share of th
 sweep's other work, measured in docs/findings.md, does not change).  The load average is printed at the start,
 after each example and at the end: the machine is shared.
 
-Usage: ``python benchmarks/bench_llmlingua.py [--examples 2] [--budgets 256 512 1024 2048]`` (data from
+Usage: ``python benchmarks/bench_longllmlingua.py [--examples 2] [--budgets 256 512 1024 2048]`` (data from
 ``$CTXCOMP_DATA_DIR``, else ../shared/data beside the checkout, else the data directory: ``ctxcomp data get
 lost_in_the_middle/nq-open-oracle``).  About 10 minutes on 2 idle cores with 2 examples; ``--examples 6`` is
 the sweep's whole LongLLMLingua work.
@@ -46,7 +46,7 @@ class Split:
     """Seconds spent in llmlingua's ranking and token-level pass, per call (wraps the two methods once)."""
 
     def __init__(self) -> None:
-        from compressors.llmlingua import _ranking_once_class
+        from compressors.longllmlingua import _ranking_once_class
 
         self.seconds: dict[str, float] = defaultdict(float)  # the current call's, by part
         cls = _ranking_once_class()
@@ -67,7 +67,7 @@ class Split:
 @contextmanager
 def cache_folder() -> Iterator[None]:
     """An empty ranking cache for this run: a temporary ``CTXCOMP_CACHE_DIR`` (the cache starts cold)."""
-    import compressors.llmlingua as module
+    import compressors.longllmlingua as module
     from core.paths import model_cache_root
 
     before = os.environ.get("CTXCOMP_CACHE_DIR")
@@ -106,7 +106,7 @@ def main() -> None:
 
     import torch
 
-    from compressors.llmlingua import shared_ranking_cache
+    from compressors.longllmlingua import shared_ranking_cache
     from compressors.registry import make_compressor
     from readers.registry import make_reader
 
@@ -119,13 +119,13 @@ def main() -> None:
     wall: dict[tuple[str, str], float] = defaultdict(float)  # (arm, part) -> seconds
     texts: dict[str, list[str]] = defaultdict(list)
     with cache_folder():
-        make_compressor("llmlingua", device="cpu").warm_up()  # the LM loads once, before any timing
+        make_compressor("longllmlingua", device="cpu").warm_up()  # the LM loads once, before any timing
         step = 0
         for ex in examples:
             for reader, budget in grid:  # both arms at each grid point, so a change of load hits both alike
                 line = []
                 for arm in ("alone", "cached") if step % 2 == 0 else ("cached", "alone"):
-                    comp = make_compressor("llmlingua", device="cpu", use_cache=arm == "cached",
+                    comp = make_compressor("longllmlingua", device="cpu", use_cache=arm == "cached",
                                            tokenizer=readers[reader])
                     split.seconds.clear()
                     start = time.perf_counter()
