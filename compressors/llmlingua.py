@@ -32,6 +32,7 @@ class LLMLinguaCompressor(LongLLMLinguaCompressor):
     ``target_token`` of them; the parameters are LongLLMLingua's less its question-aware ones."""
 
     color, marker = "#ff9896", "d"  # LongLLMLingua's hue, lighter: the same family in every plot
+    method: ClassVar[str] = "llmlingua"
 
     needs_query: ClassVar[bool] = False
 
@@ -55,16 +56,5 @@ class LLMLinguaCompressor(LongLLMLinguaCompressor):
     def settings(self, item: Compressible) -> dict[str, Any]:
         return dict(SETTINGS)
 
-    @property
-    def identity(self) -> str:
-        amount = f"rate={self.rate:g}" if self.rate is not None else f"target_token={self.target_token}"
-        return (f"llmlingua(lm={self.model_id},dtype={self.dtype},{amount},budget={self.context_budget},"
-                f"{self._chunker_spec.name}:{self.chunk_size})")
-
-    @property
-    def label(self) -> str:
-        return f"llmlingua(rate={self.rate:g})" if self.rate is not None else f"llmlingua(<={self.target_token} tokens)"
-
-    @property
-    def line_label(self) -> str:
-        return "llmlingua"
+    def _question_settings(self) -> str:
+        return ""

@@ -53,6 +53,7 @@ from compressors.llmlingua_rankings import (  # noqa: F401 (the ranking cache's 
     RankingLookup,
     ranking_key,
 )
+from compressors.models import load_model
 from compressors.retrieval import split_context
 from compressors.spans import align_kept_text
 from core.checks import Nested
@@ -75,36 +76,24 @@ SETTINGS = {
     "condition_compare": True,
 }
 
-_models: dict[tuple[str, str, str], tuple[Any, Any]] = {}
-_models_lock = threading.Lock()
-
-
 def _load(model: str, device: str, dtype: str) -> tuple[Any, Any]:
-    """(model, tokenizer), loaded once per process for each (path, device, dtype)."""
-    key = (model, device, dtype)
-    with _models_lock:
-        if key not in _models:
-            from transformers import AutoModelForCausalLM, AutoTokenizer
-
-            from readers.hf_model import resolve_dtype
-
-            tokenizer = AutoTokenizer.from_pretrained(model)
-            lm = AutoModelForCausalLM.from_pretrained(model, dtype=resolve_dtype(dtype, device)).to(device).eval()
-            tokenizer.padding_side = "left"  # as llmlingua's own loader sets it
-            if tokenizer.pad_token_id is None:
-                tokenizer.pad_token_id = getattr(lm.config, "pad_token_id", None) or tokenizer.eos_token_id
-            _models[key] = (lm, tokenizer)
-        return _models[key]
+    """(causal LM, tokenizer) as llmlingua's own loader prepares them: padding on the left, a pad token set."""
+    lm, tokenizer = load_model("causal", model, device, dtype, what="llmlingua")
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token_id = getattr(lm.config, "pad_token_id", None) or tokenizer.eos_token_id
+    return lm, tokenizer
 
 
 _rankings: dict[Path, RankingCache] = {}
+_rankings_lock = threading.Lock()
 
 
 def shared_ranking_cache() -> RankingCache:
     """One ranking cache per cache directory, shared by every llmlingua compressor of the process (a grid builds
     one per budget and reader, and they must share it)."""
     directory = cache_root() / CACHE_NAME
-    with _models_lock:
+    with _rankings_lock:
         if directory not in _rankings:
             _rankings[directory] = RankingCache(directory)
         return _rankings[directory]
@@ -211,6 +200,7 @@ class LongLLMLinguaCompressor(Compressor):
     nested = {"chunker": Nested(CHUNKERS, injected=("size", "overlap"))}
     budget_support: ClassVar[BudgetSupport] = "best_effort"
     color, marker = "#d62728", "D"
+    method: ClassVar[str] = "longllmlingua"  # the name in identities and labels
     replaced_by_budget: ClassVar[tuple[str, ...]] = ("rate", "target_token")
     needs_query: ClassVar[bool] = True  # LongLLMLingua ranks and prunes by the question
 
@@ -252,19 +242,23 @@ class LongLLMLinguaCompressor(Compressor):
     def model_id(self) -> str:
         return self.model or "smollm2-135m-instruct"
 
+    def _question_settings(self) -> str:
+        """The question-aware settings an identity names (LLMLingua, question-agnostic, has none)."""
+        return f"reorder={self.reorder},dynamic={self.dynamic_ratio:g},"
+
     @property
     def identity(self) -> str:
         amount = f"rate={self.rate:g}" if self.rate is not None else f"target_token={self.target_token}"
-        return (f"longllmlingua(lm={self.model_id},dtype={self.dtype},{amount},reorder={self.reorder},"
-                f"dynamic={self.dynamic_ratio:g},budget={self.context_budget},{self._chunker_spec.name}:{self.chunk_size})")
+        return (f"{self.method}(lm={self.model_id},dtype={self.dtype},{amount},{self._question_settings()}"
+                f"budget={self.context_budget},{self._chunker_spec.name}:{self.chunk_size})")
 
     @property
     def label(self) -> str:
-        return f"longllmlingua(rate={self.rate:g})" if self.rate is not None else f"longllmlingua(<={self.target_token} tokens)"
+        return f"{self.method}(rate={self.rate:g})" if self.rate is not None else f"{self.method}(<={self.target_token} tokens)"
 
     @property
     def line_label(self) -> str:
-        return "longllmlingua"
+        return self.method
 
     def _prompt_compressor(self) -> Any:
         if self._compressor is None:

@@ -22,33 +22,16 @@ from typing import Any, ClassVar, Literal
 from pydantic import PositiveInt
 
 from compressors.base import BudgetSupport, CompressedContext, Compressible, CompressionError, Compressor, ModelWork
-from core.errors import UserError
+from compressors.models import load_model
 from readers.base import Tokenizer
 
 DEFAULT_MODEL = "fangyuan/nq_abstractive_compressor"
 OTHER_MODELS = ("fangyuan/tqa_abstractive_compressor", "fangyuan/hotpotqa_abstractive")
 TEMPLATE = "Question: {question}\n Document: {documents}\n Summary: "
 
-_models: dict[tuple[str, str, str], tuple[Any, Any]] = {}
-_models_lock = threading.Lock()
-
-
 def _load(model: str, device: str, dtype: str) -> tuple[Any, Any]:
     """(seq2seq model, tokenizer), once per process for each (model, device, dtype)."""
-    key = (model, device, dtype)
-    with _models_lock:
-        if key not in _models:
-            from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
-
-            from readers.hf_model import resolve_dtype
-
-            try:
-                tokenizer = AutoTokenizer.from_pretrained(model)
-                lm = AutoModelForSeq2SeqLM.from_pretrained(model, dtype=resolve_dtype(dtype, device)).to(device).eval()
-            except OSError as err:
-                raise UserError(f"recomp_abstractive: could not load the summarizer {model!r}: {err}") from None
-            _models[key] = (lm, tokenizer)
-        return _models[key]
+    return load_model("seq2seq", model, device, dtype, what="recomp_abstractive")
 
 
 class RecompAbstractiveCompressor(Compressor):

@@ -98,7 +98,7 @@ class RunData:
     failures: list[Failure]
     cells: list[Cell]
     manifest: dict[str, Any]
-    largest: dict[str, int] = field(default_factory=dict)  # each task's pool's largest document (``run_pools``)
+    largest: dict[str, int] = field(default_factory=dict)  # each task's pool's largest document (grid.json)
 
     def items(self) -> dict[tuple[str, str], Scores]:
         """Item scores by (task, config hash), then example id: what paired statistics pair on."""
@@ -350,9 +350,9 @@ def load_run(run_dir: str | Path) -> RunData:
     """A run directory's records, read without writing, and its cells."""
     files = RunDir(Path(run_dir)).require()
     preds, fails, manifest = files.predictions.read(), files.failures.read(), files.manifest()
-    from experiments.run.examples import run_pools  # reads the config's data: only a run directory's report pays it
-
-    largest = {task: bound for task, (_, bound) in run_pools(files.path).items()}
+    # each task's largest document, recorded in grid.json from its source before any score (a run written
+    # before it was recorded falls back to its sample's largest document: valid only given the sizes drawn)
+    largest = {t["key"]: int(t["largest_document"]) for t in manifest.get("tasks", []) if "largest_document" in t}
     cells = compute_cells(preds, fails, manifest, largest=largest)
     with_confidence_sequences(cells, files.path)
     return RunData(files.path, preds, fails, cells, manifest, largest)

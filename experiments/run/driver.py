@@ -34,6 +34,7 @@ from experiments.data.provenance import add_session, append_cache_keys, end_sess
 from experiments.data.records import NOT_FIXED_BY_RESUME, RecordKey
 from experiments.data.store import CONFIG, GRID, LOCK, RunDir
 from experiments.run.config import ANALYSIS_ONLY, EXECUTION, RunConfig, dump_config, load_config
+from experiments.run.examples import source_pools
 from experiments.run.executors import Executor, LocalExecutor
 from experiments.run.grid import expand_grid, grid_manifest
 from experiments.run.plan import (
@@ -153,7 +154,7 @@ class Runner:
             if held.same_run(self.config) or self._same_predictions(held):
                 self._continuing = True  # said once its logs are read whole (a corrupt log is the only line)
                 rekeyed = self._rekey(self.files.manifest())
-                if held == self.config and (self.run_dir / GRID).is_file() and not rekeyed:
+                if held == self.config and self._grid_has_pools() and not rekeyed:
                     return  # only planned contrasts or where servers are may differ; then both are rewritten below
             elif self.files.predictions.read() or self.files.failures.read():
                 raise RunDirError(f"{self.run_dir} holds a run of another config; pass another output folder "
@@ -161,8 +162,13 @@ class Runner:
             else:
                 self.notify(f"{self.run_dir} held another config but no predictions; it now holds this one")
         dump_config(self.config, path)
-        write_atomic(self.run_dir / GRID, json.dumps(grid_manifest(self.config, self.grid), indent=2,
-                                                     ensure_ascii=False))
+        write_atomic(self.run_dir / GRID, json.dumps(grid_manifest(self.config, self.grid, source_pools(self.config)),
+                                                     indent=2, ensure_ascii=False))
+
+    def _grid_has_pools(self) -> bool:
+        """Whether grid.json is there and records each task's pool (one written before it did is rewritten)."""
+        tasks = self.files.manifest().get("tasks") if (self.run_dir / GRID).is_file() else None
+        return bool(tasks) and all("largest_document" in t for t in tasks)
 
     def _same_predictions(self, held: RunConfig) -> bool:
         """Whether ``held`` differs only where no output changes (a server's address): the same tasks and keys."""

@@ -66,12 +66,24 @@ def pools(config: RunConfig, *, documents: bool = False) -> dict[str, tuple[int,
     return out
 
 
+def source_pools(config: RunConfig) -> dict[str, tuple[int | None, int]]:
+    """Per task of ``config``: the documents its source holds (the whole file, whatever a pilot's ``limit``
+    kept: a pilot of 6 questions from a 2,655-question file must size a study of the file; None for a
+    generated task, whose ``n`` makes more) and the most questions one document of that source holds (the
+    bound a document's sum takes in the betting test, fixed before any score).  Empty when the data cannot
+    be read here."""
+    try:
+        generated = {t.key for t in config.tasks if t.ruler is not None or t.synthetic is not None}
+        whole = config.model_copy(update={"tasks": [t if t.key in generated else t.model_copy(update={"limit": None})
+                                                    for t in config.tasks]})
+        return {task: (None if task in generated else documents, largest)
+                for task, (documents, largest) in pools(whole, documents=True).items()}
+    except Exception:  # noqa: BLE001 - the data moved or is not fetched: the caller says the pool is unknown
+        return {}
+
+
 def run_pools(run_dir: str | Path) -> dict[str, tuple[int | None, int]]:
-    """Per task of a run directory's config: the documents its source holds (the whole file, whatever a
-    pilot's ``limit`` kept: a pilot of 6 questions from a 2,655-question file must size a study of the
-    file; None for a generated task, whose ``n`` makes more) and the most questions one document of that
-    source holds (the bound a document's sum takes in the betting test, fixed before any score).  Empty
-    when the config or its data cannot be read here."""
+    """``source_pools`` of a run directory's config (empty when it has none)."""
     import yaml
 
     from experiments.data.store import CONFIG
@@ -80,15 +92,7 @@ def run_pools(run_dir: str | Path) -> dict[str, tuple[int | None, int]]:
     path = Path(run_dir) / CONFIG
     if not path.is_file():
         return {}
-    try:
-        config = parse_config(yaml.safe_load(path.read_text(encoding="utf-8")) or {})
-        generated = {t.key for t in config.tasks if t.ruler is not None or t.synthetic is not None}
-        whole = config.model_copy(update={"tasks": [t if t.key in generated else t.model_copy(update={"limit": None})
-                                                    for t in config.tasks]})
-        return {task: (None if task in generated else documents, largest)
-                for task, (documents, largest) in pools(whole, documents=True).items()}
-    except Exception:  # noqa: BLE001 - the data moved or is not fetched: the caller says the pool is unknown
-        return {}
+    return source_pools(parse_config(yaml.safe_load(path.read_text(encoding="utf-8")) or {}))
 
 
 def _ruler_examples(spec: TaskSpec, task: TaskConfig) -> list[Example]:

@@ -236,13 +236,20 @@ def expand_grid(config: RunConfig) -> list[GridPoint]:
     return list(seen.values())
 
 
-def grid_manifest(config: RunConfig, grid: list[GridPoint]) -> dict[str, Any]:
-    """``grid.json``: the run's tasks and grid points in config order (reports list rows in this order)."""
+def grid_manifest(config: RunConfig, grid: list[GridPoint],
+                  pools: Mapping[str, tuple[int | None, int]] | None = None) -> dict[str, Any]:
+    """``grid.json``: the run's tasks and grid points in config order (reports list rows in this order).
+
+    ``pools`` (``experiments.run.examples.source_pools``) records, before any score, each task's source: its
+    documents and its largest document, the bound the report's betting test puts on a document's sum."""
+    pools = pools or {}
     return {
         # what the report needs to say which mean a task's verdicts are about (experiments.report.estimand)
         "tasks": [{"key": t.key, "name": t.name, **({"sample": t.sample.model_dump()} if t.sample else {}),
                    **({"limit": t.limit} if t.limit else {}),
-                   **({"generated": True} if t.synthetic is not None or t.ruler is not None else {})}
+                   **({"generated": True} if t.synthetic is not None or t.ruler is not None else {}),
+                   **({"pool_documents": pools[t.key][0], "largest_document": pools[t.key][1]}
+                      if t.key in pools else {})}
                   for t in config.tasks],
         "points": [
             {"config_hash": p.config_hash, "compressor": p.compressor.model_dump(mode="json", exclude={"zip"}),

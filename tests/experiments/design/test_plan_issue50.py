@@ -42,3 +42,21 @@ def test_a_pilots_limit_does_not_shrink_the_pool(tmp_path, shared_data):
     documents, largest = _pools(tmp_path)["natural_question"]
     assert documents == 20  # the file's documents (two of its 21 lines share one), not the 6 a pilot read
     assert largest >= 2
+
+
+def test_a_run_records_its_pools_bound_before_any_score_and_its_report_reads_it(tmp_path, shared_data):
+    """A run of 6 natural_question questions records in grid.json the file's 20 documents and its largest
+    document (10 questions), and the report's cells take that bound, not the sample's (1 question a document):
+    the report room cannot read the config's data itself (it sits below ``run``), so the run writes it."""
+    from experiments import evaluate
+    from experiments.report.cells import load_run
+
+    source = shared_data / "leval" / "natural_question.jsonl"
+    config = {"name": "pools", "readers": ["extractive"], "compressors": ["full", {"name": "truncate",
+              "params": {"max_tokens": 64}}], "tasks": [{"name": "natural_question", "path": str(source), "limit": 6}]}
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    evaluate(str(tmp_path / "c.yaml"), str(tmp_path / "run"))
+    tasks = {t["key"]: t for t in yaml.safe_load((tmp_path / "run" / "grid.json").read_text())["tasks"]}
+    assert tasks["natural_question"]["pool_documents"] == 20
+    assert tasks["natural_question"]["largest_document"] == 10
+    assert load_run(tmp_path / "run").largest == {"natural_question": 10}
