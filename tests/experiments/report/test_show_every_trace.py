@@ -136,7 +136,7 @@ def test_the_share_of_full_examples_a_reader_cuts_counts_only_the_full_arm():
 
 
 def test_a_kept_fragment_found_nowhere_does_not_stop_the_alignment():
-    from compressors.spans import word_spans
+    from compressors.spans import align_kept_text
 
     # LongLLMLingua drops sub-word tokens: "zzqx" is in no context word, and the words after it still align
-    assert word_spans("alpha beta gamma delta", "zzqx beta delta") == ((6, 10), (17, 22))
+    assert align_kept_text("alpha beta gamma delta", "zzqx beta delta") == ((6, 10), (17, 22))
