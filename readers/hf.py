@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, ClassVar, Sequence
 
 from pydantic import PositiveInt
 
@@ -44,7 +44,8 @@ from readers.hf_model import (  # noqa: F401 (the model's keywords and sizes, im
     resolve_dtype,
 )
 from readers.local import LocalReader
-from readers.tokenizers import HFTokenizer
+from readers.sizing import WORDS, ReaderSizing, from_tokenizer_file, hub_config
+from readers.tokenizers import HFTokenizer, WordTokenizer
 from readers.truncation import cut_at_stop
 
 log = logging.getLogger(__name__)
@@ -54,8 +55,26 @@ CPU_BATCH_SIZE = 4  # prompts a batch on a CPU: what the study reads with (docs/
 _CONTEXT_FIELDS = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length", "n_ctx")
 
 
+def context_window(field: Callable[[str], Any], model_max_length: Any) -> int:
+    """A model's window from its config's fields (``field(name)``), else its tokenizer's limit, else 4096: the
+    loaded reader and its dry-run sizing read the same rule."""
+    for name in _CONTEXT_FIELDS:
+        value = field(name)
+        if isinstance(value, int) and value > 0:
+            return value
+    limit = model_max_length
+    return limit if isinstance(limit, int) and 0 < limit < 10**7 else 4096
+
+
+def model_label(model: str) -> str:
+    """A report row's name for a hub id or folder: its last part."""
+    return model.rstrip("/").rsplit("/", 1)[-1]
+
+
 class HFReader(LocalReader):
     """A ``transformers`` model read from a hub id or a local folder (``gguf_file`` for a GGUF file in it)."""
+
+    backend_packages: ClassVar[tuple[str, ...]] = ("torch", "transformers")
 
     def __init__(
         self,
@@ -121,12 +140,22 @@ class HFReader(LocalReader):
 
     @staticmethod
     def _context_from(config: Any, tok: Any) -> int:
-        for name in _CONTEXT_FIELDS:
-            value = getattr(config, name, None)
-            if isinstance(value, int) and value > 0:
-                return value
-        limit = getattr(tok, "model_max_length", None)
-        return limit if isinstance(limit, int) and 0 < limit < 10**7 else 4096
+        return context_window(lambda name: getattr(config, name, None), getattr(tok, "model_max_length", None))
+
+    @classmethod
+    def sizing(cls, model: str, *, tokenizer: Any = None, max_context: int | None = None, truncation: str = "middle",
+               gguf_file: str | None = None, **_: Any) -> ReaderSizing:
+        """Its tokenizer and window from the model's files on this machine, without its weights (``readers.sizing``):
+        exact when the tokenizer's ``tokenizer.json`` is there, LongBench words (said so) otherwise; a GGUF file's
+        own tokenizer is read only with its weights, so it is counted in words too."""
+        source = tokenizer if isinstance(tokenizer, str) else model
+        config = {} if gguf_file else hub_config(model)
+        window = max_context or context_window(config.get, hub_config(source, "tokenizer_config.json")
+                                                .get("model_max_length"))
+        if gguf_file and not isinstance(tokenizer, str):
+            return ReaderSizing(WordTokenizer(), window, model_label(model), f"{WORDS} (the tokenizer in {gguf_file} "
+                                "is read only with its weights; its model's tokens differ)", False, truncation)
+        return from_tokenizer_file(source, max_context=window, label=model_label(model), truncation=truncation)
 
     @property
     def identity(self) -> str:
@@ -135,7 +164,7 @@ class HFReader(LocalReader):
 
     @property
     def label(self) -> str:
-        return self.model_name.rstrip("/").rsplit("/", 1)[-1]
+        return model_label(self.model_name)
 
     @property
     def dtype_tag(self) -> str:
