@@ -145,6 +145,7 @@ def test_contriever_retriever_end_to_end_on_tiny_model(tiny_bert, tmp_path):
     assert hits[0][0].score == pytest.approx(1.0, abs=1e-4)
 
 
+@pytest.mark.slow  # the real MiniLM
 def test_minilm_from_the_package_retrieves_by_meaning(tmp_path):
     from retrievers.registry import make_retriever
 
