@@ -9,10 +9,17 @@ import os
 import sys
 import traceback
 from collections.abc import Mapping, Sequence
+from typing import NamedTuple
+
+
+class CliOutput(NamedTuple):
+    returncode: int
+    stdout: str
+    stderr: str
 
 
 def run_main(args: Sequence[str], stdin: str | None = None, env: Mapping[str, str | None] | None = None,
-             cwd: str | os.PathLike | None = None) -> tuple[int, str, str]:
+             cwd: str | os.PathLike | None = None) -> CliOutput:
     """(exit code, stdout, stderr) of ``ctxcomp ARGS``; ``env`` changes the environment for the call (None removes a
     variable).  An exception that escapes is printed as the interpreter would print it, with exit code 1; a warning
     logged goes to stderr as a process without logging handlers prints it (``logging.lastResort``), which pytest's
@@ -40,4 +47,4 @@ def run_main(args: Sequence[str], stdin: str | None = None, env: Mapping[str, st
             sys.argv = argv
             sys.stdout.flush()
             sys.stderr.flush()
-        return code, out.getvalue().decode("utf-8", "replace"), err.getvalue().decode("utf-8", "replace")
+        return CliOutput(code, out.getvalue().decode("utf-8", "replace"), err.getvalue().decode("utf-8", "replace"))
