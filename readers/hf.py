@@ -32,15 +32,10 @@ from pydantic import PositiveInt
 
 from core.devices import resolve_device
 from readers.base import Generation, GenerationRequest, TruncationPolicy
-from readers.hf_model import (  # noqa: F401 (the model's keywords and sizes, importable from here too)
-    CACHE_KEYWORDS,
-    GPU_MEMORY_SHARE,
-    LOGITS_KEYWORDS,
+from readers.hf_model import (
     ModelKeywords,
-    activation_bytes_per_token,
     default_batch_tokens,
     default_prefill_apart,
-    kv_bytes_per_token,
     resolve_dtype,
 )
 from readers.local import LocalReader
@@ -98,8 +93,8 @@ class HFReader(LocalReader):
         self.truncation = truncation
         self.device = resolve_device(device)
         on_cuda = self.device.startswith("cuda")
-        # CPU: 4 prompts a batch, no token limit, each prompt prefilled alone (as before). CUDA: batches as large as
-        # ``batch_tokens`` allows (sized from free memory below), the padded batch prefilled together.
+        # CPU: 4 prompts a batch, no token limit, each prompt prefilled alone (prefilling a padded batch is slower
+        # there). CUDA: batches as large as ``batch_tokens`` allows (sized from free memory below), prefilled together.
         self.batch_size = batch_size if batch_size is not None else (None if on_cuda else CPU_BATCH_SIZE)
         self.prefill_apart = prefill_apart if prefill_apart is not None else default_prefill_apart(self.device)
         gguf = {"gguf_file": gguf_file} if gguf_file else {}
@@ -271,7 +266,7 @@ class HFReader(LocalReader):
         zeros that the mask hides, and ``generate`` decodes the batch from there.  Greedy outputs stay equal to
         batch 1's (tests/readers/test_hf.py).  Only for plain dynamic caches (not sliding windows) of models whose
         forward takes a cache and ``logits_to_keep`` by name and whose ``DynamicCache`` is built from the config
-        (``ModelKeywords``), where this was checked; anything else prefills the padded batch as before.
+        (``ModelKeywords``), where this was checked; anything else prefills the padded batch together.
         """
         import torch
         from torch.nn.functional import pad
