@@ -26,7 +26,7 @@ QUIET = {"CTXCOMP_NO_PROGRESS": "1", "HF_HUB_OFFLINE": "1"}
 
 
 def _cli(*args, env=None, **kw):
-    """A real process: for plugins found by entry points on its own PYTHONPATH."""
+    """A real process: for plugins found by entry points on its own PYTHONPATH, or that keep state in a class."""
     full_env = {**os.environ, "CTXCOMP_NO_PROGRESS": "1", "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO),
                 **(env or {})}
     return subprocess.run([sys.executable, "-m", "experiments.cli", *map(str, args)], cwd=REPO, env=full_env,
@@ -86,7 +86,7 @@ def test_user_errors_are_one_line_and_bugs_keep_their_traceback(tmp_path):
     six = {**CONFIG["tasks"][0], "synthetic": {**CONFIG["tasks"][0]["synthetic"], "n": 6}}
     buggy.write_text(yaml.safe_dump({**CONFIG, "tasks": [six], "batch_size": 2,
                                      "compressors": ["tests.experiments.run.test_runner:BuggyCompressor"]}))
-    res = run_main(["run", buggy, "--out", tmp_path / "r2"], env=QUIET)
+    res = _cli("run", buggy, "--out", tmp_path / "r2")  # a fresh process: the plugin counts its calls per class
     assert res.returncode == 1 and "Traceback" in res.stderr and "AttributeError" in res.stderr
     assert len((tmp_path / "r2" / "predictions.jsonl").read_text().splitlines()) == 4  # what was done is kept
 
