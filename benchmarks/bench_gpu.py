@@ -109,7 +109,7 @@ def build_llama(folder: Path, tok: Any, shapes: dict, device: str) -> None:
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from readers.hf import resolve_dtype
+    from readers.hf_model import resolve_dtype
 
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token

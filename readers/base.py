@@ -5,7 +5,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, Sequence, runtime_checkable
+from typing import ClassVar, Literal, Protocol, Sequence, runtime_checkable
 
 from core.errors import UserError
 
@@ -101,8 +101,14 @@ class Reader(ABC):
     calls cost money also calls ``result(i, generation)`` (``_finished``) as
     soon as request ``i`` of the batch returns, so the generation cache keeps
     it even if the process is killed before the batch ends.
+
+    A reader class says what a dry run and the generation cache need of it in the class itself:
+    ``backend_packages`` (the libraries that compute its output, whose versions go into its cache key,
+    ``readers.cache.key_versions``) and, optionally, a class method ``sizing(**params) -> ReaderSizing`` that
+    counts as it will without loading its model (``readers.sizing``; without one a dry run counts LongBench words).
     """
 
+    backend_packages: ClassVar[tuple[str, ...]] = ()
     max_context: int = 4096
     truncation: TruncationPolicy = "middle"
     _tokenizer: Tokenizer | None = None

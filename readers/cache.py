@@ -29,26 +29,15 @@ from readers.base import Generation, GenerationRequest, Reader, Tokenizer, Trunc
 
 CACHE_NAME = "generations"
 
-# The libraries that compute a reader's output, by the module that defines its class (the first one found along
-# the class's bases).  A reader's ``identity`` already names a served model (OpenAI-compatible: the model id) and
-# llama.cpp's version; a reader of another module may name its own with a ``backend_version`` string attribute.
-BACKEND_PACKAGES: dict[str, tuple[str, ...]] = {
-    "readers.hf": ("torch", "transformers"),
-    "readers.llama_cpp": ("llama-cpp-python",),
-    "readers.openai_compat": (),
-    "readers.extractive": (),
-}
-
-
 def key_versions(reader: Reader) -> str:
-    """What besides the request decides ``reader``'s output: ``prompt=1,scoring=1,torch=2.13.0,transformers=...``."""
+    """What besides the request decides ``reader``'s output: ``prompt=1,scoring=1,torch=2.13.0,transformers=...``,
+    the libraries its class declares in ``backend_packages``.  A reader's ``identity`` already names a served model
+    (OpenAI-compatible: the model id) and llama.cpp's version; a ``backend_version`` string attribute replaces the
+    packages' versions."""
     own = getattr(reader, "backend_version", None)
     if isinstance(own, str):
         return f"{versions_tag()},backend={own}"
-    for cls in type(reader).__mro__:
-        if cls.__module__ in BACKEND_PACKAGES:
-            return versions_tag(BACKEND_PACKAGES[cls.__module__])
-    return versions_tag()
+    return versions_tag(tuple(getattr(type(reader), "backend_packages", ())))
 
 
 def generation_key(identity: str, req: GenerationRequest, versions: str = "") -> str:

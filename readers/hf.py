@@ -26,25 +26,21 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, ClassVar, Sequence
 
 from pydantic import PositiveInt
 
 from core.devices import resolve_device
 from readers.base import Generation, GenerationRequest, TruncationPolicy
-from readers.hf_model import (  # noqa: F401 (the model's keywords and sizes, importable from here too)
-    CACHE_KEYWORDS,
-    GPU_MEMORY_SHARE,
-    LOGITS_KEYWORDS,
+from readers.hf_model import (
     ModelKeywords,
-    activation_bytes_per_token,
     default_batch_tokens,
     default_prefill_apart,
-    kv_bytes_per_token,
     resolve_dtype,
 )
 from readers.local import LocalReader
-from readers.tokenizers import HFTokenizer
+from readers.sizing import WORDS, ReaderSizing, from_tokenizer_file, hub_config
+from readers.tokenizers import HFTokenizer, WordTokenizer
 from readers.truncation import cut_at_stop
 
 log = logging.getLogger(__name__)
@@ -54,8 +50,26 @@ CPU_BATCH_SIZE = 4  # prompts a batch on a CPU: what the study reads with (docs/
 _CONTEXT_FIELDS = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length", "n_ctx")
 
 
+def context_window(field: Callable[[str], Any], model_max_length: Any) -> int:
+    """A model's window from its config's fields (``field(name)``), else its tokenizer's limit, else 4096: the
+    loaded reader and its dry-run sizing read the same rule."""
+    for name in _CONTEXT_FIELDS:
+        value = field(name)
+        if isinstance(value, int) and value > 0:
+            return value
+    limit = model_max_length
+    return limit if isinstance(limit, int) and 0 < limit < 10**7 else 4096
+
+
+def model_label(model: str) -> str:
+    """A report row's name for a hub id or folder: its last part."""
+    return model.rstrip("/").rsplit("/", 1)[-1]
+
+
 class HFReader(LocalReader):
     """A ``transformers`` model read from a hub id or a local folder (``gguf_file`` for a GGUF file in it)."""
+
+    backend_packages: ClassVar[tuple[str, ...]] = ("torch", "transformers")
 
     def __init__(
         self,
@@ -79,8 +93,8 @@ class HFReader(LocalReader):
         self.truncation = truncation
         self.device = resolve_device(device)
         on_cuda = self.device.startswith("cuda")
-        # CPU: 4 prompts a batch, no token limit, each prompt prefilled alone (as before). CUDA: batches as large as
-        # ``batch_tokens`` allows (sized from free memory below), the padded batch prefilled together.
+        # CPU: 4 prompts a batch, no token limit, each prompt prefilled alone (prefilling a padded batch is slower
+        # there). CUDA: batches as large as ``batch_tokens`` allows (sized from free memory below), prefilled together.
         self.batch_size = batch_size if batch_size is not None else (None if on_cuda else CPU_BATCH_SIZE)
         self.prefill_apart = prefill_apart if prefill_apart is not None else default_prefill_apart(self.device)
         gguf = {"gguf_file": gguf_file} if gguf_file else {}
@@ -121,12 +135,22 @@ class HFReader(LocalReader):
 
     @staticmethod
     def _context_from(config: Any, tok: Any) -> int:
-        for name in _CONTEXT_FIELDS:
-            value = getattr(config, name, None)
-            if isinstance(value, int) and value > 0:
-                return value
-        limit = getattr(tok, "model_max_length", None)
-        return limit if isinstance(limit, int) and 0 < limit < 10**7 else 4096
+        return context_window(lambda name: getattr(config, name, None), getattr(tok, "model_max_length", None))
+
+    @classmethod
+    def sizing(cls, model: str, *, tokenizer: Any = None, max_context: int | None = None, truncation: str = "middle",
+               gguf_file: str | None = None, **_: Any) -> ReaderSizing:
+        """Its tokenizer and window from the model's files on this machine, without its weights (``readers.sizing``):
+        exact when the tokenizer's ``tokenizer.json`` is there, LongBench words (said so) otherwise; a GGUF file's
+        own tokenizer is read only with its weights, so it is counted in words too."""
+        source = tokenizer if isinstance(tokenizer, str) else model
+        config = {} if gguf_file else hub_config(model)
+        window = max_context or context_window(config.get, hub_config(source, "tokenizer_config.json")
+                                                .get("model_max_length"))
+        if gguf_file and not isinstance(tokenizer, str):
+            return ReaderSizing(WordTokenizer(), window, model_label(model), f"{WORDS} (the tokenizer in {gguf_file} "
+                                "is read only with its weights; its model's tokens differ)", False, truncation)
+        return from_tokenizer_file(source, max_context=window, label=model_label(model), truncation=truncation)
 
     @property
     def identity(self) -> str:
@@ -135,7 +159,7 @@ class HFReader(LocalReader):
 
     @property
     def label(self) -> str:
-        return self.model_name.rstrip("/").rsplit("/", 1)[-1]
+        return model_label(self.model_name)
 
     @property
     def dtype_tag(self) -> str:
@@ -242,7 +266,7 @@ class HFReader(LocalReader):
         zeros that the mask hides, and ``generate`` decodes the batch from there.  Greedy outputs stay equal to
         batch 1's (tests/readers/test_hf.py).  Only for plain dynamic caches (not sliding windows) of models whose
         forward takes a cache and ``logits_to_keep`` by name and whose ``DynamicCache`` is built from the config
-        (``ModelKeywords``), where this was checked; anything else prefills the padded batch as before.
+        (``ModelKeywords``), where this was checked; anything else prefills the padded batch together.
         """
         import torch
         from torch.nn.functional import pad

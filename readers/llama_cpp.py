@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, ClassVar, Sequence
 
 from pydantic import PositiveInt
 
@@ -52,6 +52,8 @@ class LlamaCppReader(LocalReader):
     ``n_threads``: threads for prompt and generation (default: every core this process may use);
     ``n_batch``: prompt tokens evaluated per step.
     """
+
+    backend_packages: ClassVar[tuple[str, ...]] = ("llama-cpp-python",)
 
     def __init__(
         self,

@@ -15,6 +15,7 @@ READERS.add("hf", "readers.hf:HFReader")
 READERS.add("smollm2", "readers.smollm2:SmolLM2Reader")
 READERS.add("gemma3", "readers.gemma3:Gemma3Reader")
 READERS.add("openai", "readers.openai_compat:OpenAICompatReader")
+READERS.add("llama_cpp", "readers.llama_cpp:LlamaCppReader")
 READERS.add("extractive", "readers.extractive:ExtractiveReader")
 
 

@@ -110,10 +110,11 @@ def tokenizer_file(name_or_path: str) -> Path | None:
     return _hub_file(name_or_path, "tokenizer.json")
 
 
-def hub_config(name_or_path: str) -> dict[str, Any]:
-    """A model's ``config.json`` from its folder or the Hugging Face cache (``{}`` when not on this machine)."""
+def hub_config(name_or_path: str, filename: str = "config.json") -> dict[str, Any]:
+    """A model's ``config.json`` (or another JSON file of it) from its folder or the Hugging Face cache (``{}`` when
+    not on this machine)."""
     folder = Path(name_or_path).expanduser()
-    path = folder / "config.json" if folder.is_dir() else _hub_file(name_or_path, "config.json")
+    path = folder / filename if folder.is_dir() else _hub_file(name_or_path, filename)
     try:
         return json.loads(path.read_text(encoding="utf-8")) if path is not None and path.is_file() else {}
     except (OSError, ValueError):

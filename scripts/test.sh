@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Set up .venv (with test tools), lint, and run the whole test suite, slow integration tests included.
+# Set up .venv (with test tools), lint, and run the whole test suite, slow integration tests included; the 20
+# slowest tests are printed at the end (the fast tier for contributors is in README.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CTXCOMP_EXTRAS=test,ray bash scripts/setup.sh
@@ -60,4 +61,4 @@ if [ ! -f "$lowest_stamp" ]; then
     touch "$lowest_stamp"
 fi
 "$lowest/bin/python" -m pytest -n 2 --dist loadfile -q tests/readers
-exec .venv/bin/python -m pytest -n 2 --dist loadfile "$@"
+exec .venv/bin/python -m pytest -n 2 --dist loadfile --durations=20 "$@"

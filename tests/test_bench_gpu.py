@@ -6,9 +6,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow  # a benchmark script in its own process, loading a model: ~20 CPU s
 def test_bench_gpu_runs_on_the_cpu_and_writes_its_table_and_json(tmp_path):
     out = tmp_path / "bench.json"
     done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "bench_gpu.py"), "--device", "cpu", "--quick",

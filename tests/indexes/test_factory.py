@@ -121,6 +121,7 @@ OVERLAP = [
 ]
 
 
+@pytest.mark.slow  # the real MiniLM encodes 900 texts
 @pytest.mark.parametrize("string, settings, floor", OVERLAP)
 def test_each_string_finds_the_exact_top_20_on_real_vectors(minilm_vectors, string, settings, floor):
     docs, queries = minilm_vectors

@@ -152,7 +152,7 @@ def test_gpu_defaults_from_the_models_shapes():
     takes: Llama-3.2-1B's shapes in bfloat16 hold 32 KiB of keys and values per token."""
     from transformers import LlamaConfig
 
-    from readers.hf import default_batch_tokens, default_prefill_apart, kv_bytes_per_token
+    from readers.hf_model import default_batch_tokens, default_prefill_apart, kv_bytes_per_token
 
     assert default_prefill_apart("cpu") and not default_prefill_apart("cuda") and not default_prefill_apart("cuda:1")
     config = LlamaConfig(hidden_size=2048, intermediate_size=8192, num_hidden_layers=16, num_attention_heads=32,

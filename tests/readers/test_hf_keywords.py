@@ -108,7 +108,7 @@ def test_a_forward_that_names_no_cache_gets_no_cache_keyword():
     """Keywords a model does not name are never sent: no cache parameter, no apart prefill."""
     import torch
 
-    from readers.hf import ModelKeywords
+    from readers.hf_model import ModelKeywords
 
     class NoCache(torch.nn.Module):
         def forward(self, input_ids=None, attention_mask=None, **kwargs):

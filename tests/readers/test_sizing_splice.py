@@ -19,6 +19,7 @@ def _contexts(shift: int = 0) -> list[str]:
     return [text[shift + i: shift + i + 6000 + 1500 * k] for k, i in enumerate(range(0, 60000, 9000))]
 
 
+@pytest.mark.slow  # extracts SmolLM2's tokenizer from its GGUF on a fresh machine
 def test_a_spliced_count_is_the_whole_count_with_smollm2s_tokenizer():
     sizing = reader_sizing(ComponentSpec("smollm2", {}))
     if not sizing.same_tokens:

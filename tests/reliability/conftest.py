@@ -18,6 +18,8 @@ from typing import Any, Callable
 
 import pytest
 
+from tests.support.in_process_cli import run_main
+
 REPO = Path(__file__).resolve().parents[2]
 BAD_INPUTS = Path(__file__).resolve().parent / "bad_inputs"
 
@@ -59,23 +61,29 @@ class CliResult:
 
 
 class Cli:
-    """Runs ``python -m experiments.cli`` in a subprocess with an isolated cache and no progress bars."""
+    """Runs ``ctxcomp`` with an isolated cache, no progress bars and no API key: in this process (``__call__``), or
+    as ``python -m experiments.cli`` in a real one where the process is what a test checks (``process``,
+    ``popen``: signals, kills, what a fresh interpreter prints)."""
 
     def __init__(self, cache_dir: Path) -> None:
         self.cache_dir = cache_dir
 
+    def changes(self, **extra: str) -> dict[str, str | None]:
+        """What the runs change in the environment (None: removed)."""
+        return {"OPENAI_API_KEY": None, "CTXCOMP_NO_PROGRESS": "1", "CTXCOMP_CACHE_DIR": str(self.cache_dir),
+                "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "MPLBACKEND": "Agg", **extra}
+
     def env(self, **extra: str) -> dict[str, str]:
-        env = dict(os.environ)
-        env.pop("OPENAI_API_KEY", None)
-        env.update(CTXCOMP_NO_PROGRESS="1", CTXCOMP_CACHE_DIR=str(self.cache_dir), HF_HUB_OFFLINE="1",
-                   TRANSFORMERS_OFFLINE="1", PYTHONPATH=str(REPO), MPLBACKEND="Agg")
-        env.update(extra)
-        return env
+        env = {**os.environ, "PYTHONPATH": str(REPO), **self.changes(**extra)}
+        return {k: v for k, v in env.items() if v is not None}
 
     def argv(self, *args: str) -> list[str]:
         return [sys.executable, "-m", "experiments.cli", *map(str, args)]
 
-    def __call__(self, *args: str | Path, timeout: float = 120, **env: str) -> CliResult:
+    def __call__(self, *args: str | Path, **env: str) -> CliResult:
+        return CliResult(*run_main(list(map(str, args)), env=self.changes(**env), cwd=REPO))
+
+    def process(self, *args: str | Path, timeout: float = 120, **env: str) -> CliResult:
         proc = subprocess.run(self.argv(*map(str, args)), cwd=REPO, env=self.env(**env), capture_output=True,
                               text=True, timeout=timeout)
         return CliResult(proc.returncode, proc.stdout, proc.stderr)

@@ -16,8 +16,6 @@ import gzip
 import os
 import shutil
 import subprocess
-import sys
-import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -27,6 +25,7 @@ import pytest
 import yaml
 
 from experiments.data.store import write_jsonl
+from tests.support.in_process_cli import run_main
 
 GOOD_LB = Path(__file__).resolve().parent / "bad_inputs" / "good.jsonl"
 
@@ -658,27 +657,8 @@ class Outcome:
 
 
 def invoke(args: list[str], stdin: str | None = None) -> Outcome:
-    """``ctxcomp ARGS`` through the console script's own ``main`` in this process; an exception that escapes
-    is printed as the interpreter would print it (so it counts as a traceback)."""
-    from click.testing import CliRunner
-
-    from experiments.cli.app import main
-
-    with CliRunner().isolation(input=stdin) as (out, err, _):
-        argv, sys.argv = sys.argv, ["ctxcomp", *args]
-        try:
-            main()
-            code = 0
-        except SystemExit as stop:
-            code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
-        except BaseException:  # noqa: BLE001 - exactly what a user would see: a traceback
-            sys.stderr.write(traceback.format_exc())
-            code = 1
-        finally:
-            sys.argv = argv
-            sys.stdout.flush()
-            sys.stderr.flush()
-        return Outcome(code, out.getvalue().decode("utf-8", "replace"), err.getvalue().decode("utf-8", "replace"))
+    """``ctxcomp ARGS`` in this process (``tests.support.in_process_cli``)."""
+    return Outcome(*run_main(args, stdin))
 
 
 def _tree(root: Path, skip: Path) -> dict[Path, tuple[int, int]]:
@@ -866,7 +846,7 @@ def test_a_sample_of_the_sweep_gives_the_same_in_a_real_process(sandbox, cli):
                 if where == "here":
                     got = invoke(args, case.stdin)
                 else:
-                    done = cli(*args, CTXCOMP_CACHE_DIR=str(sandbox.root / "cache"),
+                    done = cli.process(*args, CTXCOMP_CACHE_DIR=str(sandbox.root / "cache"),
                                CTXCOMP_DATA_DIR=str(sandbox.root / "data"))
                     got = Outcome(done.returncode, done.stdout, done.stderr)
             finally:

@@ -145,6 +145,7 @@ def test_contriever_retriever_end_to_end_on_tiny_model(tiny_bert, tmp_path):
     assert hits[0][0].score == pytest.approx(1.0, abs=1e-4)
 
 
+@pytest.mark.slow  # the real MiniLM
 def test_minilm_from_the_package_retrieves_by_meaning(tmp_path):
     from retrievers.registry import make_retriever
 
@@ -178,14 +179,14 @@ def minilm_encoder():
     return SentenceTransformerEncoder(str(minilm_dir()), device="cpu")
 
 
-@pytest.mark.parametrize("which", ["minilm", "tiny-bert-mean"])
-def test_prefetched_tokenization_encodes_as_sentence_transformers(which, minilm_encoder, tiny_bert):
+@pytest.mark.parametrize("which", [pytest.param("minilm", marks=pytest.mark.slow), "tiny-bert-mean"])  # the real MiniLM
+def test_prefetched_tokenization_encodes_as_sentence_transformers(which, request, tiny_bert):
     """The GPU path (the next batch tokenized in a thread, vectors kept on the device until the end) gives what
     sentence-transformers' own encode_document / encode_query give, in input order, over several batches."""
     from retrievers.contriever import contriever_encoder
     from retrievers.sentence_transformers import CHECK_TEXTS
 
-    enc = minilm_encoder if which == "minilm" else contriever_encoder(str(tiny_bert), device="cpu", max_length=64)
+    enc = request.getfixturevalue("minilm_encoder") if which == "minilm" else contriever_encoder(str(tiny_bert), device="cpu", max_length=64)
     texts = list(CHECK_TEXTS) + PASSAGES + ["x"]
     enc.prefetch, enc.requested_batch_size = False, None
     docs, queries = enc.encode_documents(texts), enc.encode_queries(texts[:5])
@@ -197,6 +198,7 @@ def test_prefetched_tokenization_encodes_as_sentence_transformers(which, minilm_
         enc.prefetch, enc.requested_batch_size = None, None
 
 
+@pytest.mark.slow  # the real MiniLM
 def test_half_precision_passes_the_check_set_and_stays_available_to_ask_for(minilm_encoder):
     """MiniLM in bfloat16 keeps a cosine >= 0.999 with float32 on the check set (the rule ``dtype='auto'`` applies
     on a GPU); ``dtype`` names a precision outright, and a CPU keeps float32 by default."""

@@ -13,6 +13,7 @@ import yaml
 from typer.testing import CliRunner
 
 from experiments.cli.app import app
+from tests.support.in_process_cli import run_main
 
 REPO = Path(__file__).resolve().parents[3]
 CONFIG = {
@@ -21,9 +22,11 @@ CONFIG = {
     "compressors": ["full", {"name": "retrieval", "params": {"retriever": "bm25", "top_n": 1}}],
     "readers": ["extractive"],
 }
+QUIET = {"CTXCOMP_NO_PROGRESS": "1", "HF_HUB_OFFLINE": "1"}
 
 
 def _cli(*args, env=None, **kw):
+    """A real process: for plugins found by entry points on its own PYTHONPATH, or that keep state in a class."""
     full_env = {**os.environ, "CTXCOMP_NO_PROGRESS": "1", "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO),
                 **(env or {})}
     return subprocess.run([sys.executable, "-m", "experiments.cli", *map(str, args)], cwd=REPO, env=full_env,
@@ -75,7 +78,7 @@ def test_dry_run_prints_a_plain_markdown_table_when_not_a_terminal(tmp_path):
 def test_user_errors_are_one_line_and_bugs_keep_their_traceback(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump({**CONFIG, "compressors": [{"name": "retrieval", "params": {"top_k": 3}}]}))
-    res = _cli("run", bad, "--out", tmp_path / "r1")
+    res = run_main(["run", bad, "--out", tmp_path / "r1"], env=QUIET)
     assert res.returncode == 2 and "Traceback" not in res.stderr
     assert res.stderr.strip() == ("error: compressor 'retrieval': unknown parameter 'top_k'; accepted: retriever, "
                                   "chunker, chunk_size, top_n, token_budget, order, separator, unit, longbench_compat")
@@ -83,7 +86,7 @@ def test_user_errors_are_one_line_and_bugs_keep_their_traceback(tmp_path):
     six = {**CONFIG["tasks"][0], "synthetic": {**CONFIG["tasks"][0]["synthetic"], "n": 6}}
     buggy.write_text(yaml.safe_dump({**CONFIG, "tasks": [six], "batch_size": 2,
                                      "compressors": ["tests.experiments.run.test_runner:BuggyCompressor"]}))
-    res = _cli("run", buggy, "--out", tmp_path / "r2")
+    res = _cli("run", buggy, "--out", tmp_path / "r2")  # a fresh process: the plugin counts its calls per class
     assert res.returncode == 1 and "Traceback" in res.stderr and "AttributeError" in res.stderr
     assert len((tmp_path / "r2" / "predictions.jsonl").read_text().splitlines()) == 4  # what was done is kept
 
@@ -182,7 +185,7 @@ def test_failures_a_resume_would_repeat_get_no_resume_advice(tmp_path):
            "budget": [3]}
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump(cfg))
-    res = _cli("run", path, "--out", tmp_path / "r", env={"CTXCOMP_CACHE_DIR": str(tmp_path / "cache")})
+    res = run_main(["run", path, "--out", tmp_path / "r"], env={**QUIET, "CTXCOMP_CACHE_DIR": str(tmp_path / "cache")})
     failures = (tmp_path / "r" / "failures.jsonl").read_text()
     assert "smaller than the best chunk" in failures, res.stderr
     assert "4 example(s) failed" in res.stderr and "which a resume repeats: change the config" in res.stderr

@@ -2,9 +2,6 @@
 from __future__ import annotations
 
 import hashlib
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +11,7 @@ from typer.testing import CliRunner
 import experiments.data.catalog as catalog_module
 from experiments.cli.app import app
 from tests.support.file_server import FileServer, closed_port_url
+from tests.support.in_process_cli import run_main
 
 REPO = Path(__file__).resolve().parents[3]
 FILES = {"/qa.jsonl": b'{"question": "q", "answers": ["a"], "ctxs": []}\n' * 50, "/kv.jsonl.gz": bytes(range(256)) * 40}
@@ -83,9 +81,7 @@ def test_get_offline_or_corrupt_is_one_line_per_file_and_exit_2(tmp_path, use_ca
 
 
 def _cli(*args, env):
-    full_env = {**os.environ, "CTXCOMP_NO_PROGRESS": "1", "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO), **env}
-    return subprocess.run([sys.executable, "-m", "experiments.cli", *map(str, args)], cwd=REPO, env=full_env,
-                          capture_output=True, text=True)
+    return run_main(args, env={"CTXCOMP_NO_PROGRESS": "1", "HF_HUB_OFFLINE": "1", **env})
 
 
 def test_a_config_naming_missing_data_is_one_line_naming_the_get_command(tmp_path):

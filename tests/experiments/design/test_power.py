@@ -26,6 +26,7 @@ def _true_power(n, discordant, margin=5.0):
                                        [discordant / 2, discordant / 2, 1 - discordant]).sum())
 
 
+@pytest.mark.slow  # a simulation: ~30 CPU s
 def test_plans_from_small_pilots_reach_the_stated_power_on_the_truth():
     """Issue 35: planned at a 20-question pilot's observed difference, the old n reached a mean power of 0.43.
     Planned at a difference of 0 with the pilot's discordance taken at its 90% upper bound, the true power at
@@ -149,6 +150,7 @@ def test_a_rate_counts_only_generations_the_model_made_for_time():
     json.dumps(r.astuple())
 
 
+@pytest.mark.slow  # a simulation: ~30 CPU s
 def test_the_simulated_documents_sit_at_the_assumed_difference_after_clipping():
     """A pilot far from the assumed difference: widening its spread and clipping each document to what its
     questions can hold moved the simulated mean (a pilot at -15 points, planned at 0, was simulated at about
@@ -168,6 +170,7 @@ def test_the_simulated_documents_sit_at_the_assumed_difference_after_clipping():
     assert sim.report_not_worse(truth, 5.0).mean() >= 0.8 - 3 * np.sqrt(0.16 / 400)
 
 
+@pytest.mark.slow  # a simulation: ~30 CPU s
 def test_a_generated_task_has_no_pool_to_cap_its_plan(tmp_path):
     """RULER-style (and synthetic) tasks are generated: raising their ``n`` makes more examples, so the plan sizes
     the cell past the examples this run generated instead of saying the task cannot decide it."""

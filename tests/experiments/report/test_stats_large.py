@@ -86,7 +86,7 @@ def test_sign_flip_p_value_of_a_large_continuous_sample_is_the_normal_tail():
     assert sign_flip_p_value(d) == pytest.approx(expected, abs=0.015)
 
 
-@pytest.mark.parametrize("n", [300, 3_000])
+@pytest.mark.parametrize("n", [300, pytest.param(3_000, marks=pytest.mark.slow)])  # 3,000: ~40 CPU s of simulation
 def test_noninferiority_at_either_side_of_the_exact_limit_keeps_its_level(n):
     """At 300 pairs the exact test decides, above ``EXACT_MAX_N`` the betting test: each p-value is at least
     the normal tail of the z-test (both are valid, the z-test is not), and both sides agree on the verdict

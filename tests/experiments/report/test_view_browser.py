@@ -10,6 +10,8 @@ from experiments.view.page import write_view
 from testkit.browser import BrowserUnavailable, headless_chromium
 from tests.support.view_run import PAYLOAD, examples, kept_texts, lines, make_run
 
+pytestmark = pytest.mark.slow  # a headless Chromium
+
 TEXTS = """return Array.from(document.querySelectorAll(arguments[0])).map(n => [n.getAttribute(arguments[1]), n.textContent]);"""
 
 

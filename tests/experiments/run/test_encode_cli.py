@@ -72,8 +72,9 @@ def _env(monkeypatch, tmp_path):
 
 @pytest.fixture(scope="module")
 def ray_instance():
-    """A local Ray instance with 2 CPUs for the module's Ray tests; failing to start it fails them."""
-    import ray
+    """A local Ray instance with 2 CPUs for the module's Ray tests; failing to start it fails them (without the
+    ``ray`` extra they skip)."""
+    ray = pytest.importorskip("ray", reason="the ray extra is not installed")
 
     ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="ERROR")
     yield ray
@@ -289,6 +290,7 @@ def test_curve_predictions_do_not_change_with_local_shards(tmp_path):
     assert not (tmp_path / "plain" / "shards").exists()  # without the options nothing changes
 
 
+@pytest.mark.slow
 def test_curve_on_ray_writes_shards_in_the_run_directory_and_predicts_the_same(tmp_path, ray_instance):
     path = litm_file(tmp_path, n=10, num_docs=6)
     plain = run_curve(path, tmp_path / "plain", COUNTING)

@@ -50,6 +50,7 @@ def test_actor_parts_answer_with_global_rows(shard_folder):
     assert rows.tolist() == [[900]]
 
 
+@pytest.mark.slow  # a local Ray instance
 def test_two_ray_actors_of_flat_parts_equal_one_flat_index(shard_folder):
     pytest.importorskip("ray")
     folder, x = shard_folder

@@ -25,6 +25,8 @@ from experiments.run.driver import Runner
 from experiments.run.executors import RayExecutor, RayExecutorError
 from testkit.fake_openai import FakeOpenAIServer
 
+pytestmark = pytest.mark.slow  # local Ray clusters and CLI processes
+
 REPO = Path(__file__).resolve().parents[3]
 
 GRID = {
@@ -43,8 +45,9 @@ VOLATILE = {"latency_s", "compress_s", "cached"}  # timings, and whether an earl
 
 @pytest.fixture(scope="module")
 def ray_instance():
-    """A local Ray instance with 2 CPUs for the whole module; failing to start it fails the tests."""
-    import ray
+    """A local Ray instance with 2 CPUs for the whole module; failing to start it fails the tests (without the
+    ``ray`` extra they skip)."""
+    ray = pytest.importorskip("ray", reason="the ray extra is not installed")
 
     ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="ERROR")
     yield ray
