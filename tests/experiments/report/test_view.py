@@ -9,7 +9,7 @@ import shutil
 import pytest
 from typer.testing import CliRunner
 
-from compressors.spans import word_spans
+from compressors.spans import align_kept_text
 from experiments.cli.app import app
 from experiments.cli.view import load_contexts
 from experiments.view.examples import encode_prompt
@@ -112,7 +112,7 @@ def test_prompt_encoding_and_word_alignment():
     assert pieces[0] == "Q: x\n" and isinstance(pieces[1], list)
     assert "".join(p if isinstance(p, str) else context[p[0]:p[1]] for p in pieces) == prompt
     assert encode_prompt("short", "", []) == ["short"]
-    spans = word_spans("one two three four five", "two four five")
+    spans = align_kept_text("one two three four five", "two four five")
     assert spans == ((4, 7), (14, 23))
 
 
