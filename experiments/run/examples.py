@@ -76,10 +76,24 @@ def source_pools(config: RunConfig) -> dict[str, tuple[int | None, int]]:
         generated = {t.key for t in config.tasks if t.ruler is not None or t.synthetic is not None}
         whole = config.model_copy(update={"tasks": [t if t.key in generated else t.model_copy(update={"limit": None})
                                                     for t in config.tasks]})
-        return {task: (None if task in generated else documents, largest)
+        return {task: (None if task in generated else documents, largest * _items_per_question(config, task))
                 for task, (documents, largest) in pools(whole, documents=True).items()}
     except Exception:  # noqa: BLE001 - the data moved or is not fetched: the caller says the pool is unknown
         return {}
+
+
+def _items_per_question(config: RunConfig, key: str) -> int:
+    """How many scored items a task makes of one source question: a sweep moves it through its positions (and
+    adds its closed-book or oracle item), every question alike, so the pool's largest document holds this many
+    times its questions.  Read off the task's first question, expanded as a run expands it (an open-domain
+    task retrieves one list a question, so it is left out: no corpus is indexed to size a bound)."""
+    from collections import Counter
+
+    task = next(t for t in config.tasks if t.key == key)
+    if task.sweep is None:
+        return 1
+    first = task.model_copy(update={"sample": None, "limit": 1, "open_domain": None})
+    return max(Counter(e.cluster or e.id for e in load_task_examples(first)).values(), default=1)
 
 
 def run_pools(run_dir: str | Path) -> dict[str, tuple[int | None, int]]:

@@ -60,3 +60,21 @@ def test_a_run_records_its_pools_bound_before_any_score_and_its_report_reads_it(
     assert tasks["natural_question"]["pool_documents"] == 20
     assert tasks["natural_question"]["largest_document"] == 10
     assert load_run(tmp_path / "run").largest == {"natural_question": 10}
+
+
+def test_a_swept_tasks_pool_bound_counts_every_item_a_question_makes(shared_data):
+    """A Lost in the Middle sweep scores each question once per position (and once more closed-book or with
+    the oracle): the file holds one item a question, but a document of the run holds that many, so the bound
+    recorded for the report is the file's largest document times them (the file's 1 was below every swept
+    document: the report's test refused it)."""
+    from experiments.run.config import parse_config
+    from experiments.run.examples import source_pools
+
+    litm = str(shared_data / "lost_in_the_middle" / "nq-open-oracle.jsonl.gz")
+    config = parse_config({"name": "b", "readers": ["extractive"], "compressors": ["full"], "tasks": [
+        {"name": "nq_multidoc", "path": litm, "sample": {"n": 4, "seed": 0},
+         "sweep": {"positions": [0, 2, 4], "num_docs": 5, "distractors": {"method": "random"}}},
+        {"name": "nq_multidoc", "label": "cb", "path": litm, "limit": 4,
+         "sweep": {"positions": [0, 4], "num_docs": 5, "closed_book": True, "oracle": True,
+                   "distractors": {"method": "random"}}}]})
+    assert source_pools(config) == {"nq_multidoc": (2655, 3), "cb": (2655, 4)}
