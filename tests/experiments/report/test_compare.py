@@ -86,26 +86,13 @@ def test_compare_pairs_over_documents_where_questions_share_them(tmp_path):
     paired deltas, and n says how many documents they rest on."""
     import numpy as np
 
-    from experiments.data.records import Prediction
     from experiments.report.stats import paired_delta
-    from tests.experiments.report.test_tradeoff import point, write_run
 
     rng = np.random.default_rng(4)
     ids = [f"q{i:02d}" for i in range(24)]
     docs = [f"doc{i // 3}" for i in range(24)]
     scores = {name: rng.integers(0, 2, 24).astype(float) for name in ("fa", "ca", "fb", "cb")}
-
-    def run(name, full, arm):
-        preds = [Prediction(task="t", id=i, config_hash=h, compressor=label, compressor_kind=kind, reader="r",
-                            prediction="", metric="qa_f1", score=float(v[k]), cluster=docs[k])
-                 for h, label, kind, v in (("F", "full", "full", full), ("C", "truncate", "truncate", arm))
-                 for k, i in enumerate(ids)]
-        write_run(tmp_path / name, preds, [point("F", "full"), point("C", "truncate")])
-
-    run("a", scores["fa"], scores["ca"])
-    run("b", scores["fb"], scores["cb"])
-    header, body, _ = compare_runs(tmp_path / "a", tmp_path / "b")
-    row = dict(zip(header, next(r for r in body if r[2] == "truncate")))
+    row = _truncate_row(tmp_path, ids, scores, docs)
     assert row["n common"] == "24 (8 docs)" and row["n (diff of diffs)"] == "24 (8 docs)"
     b_minus_a = paired_delta(scores["ca"], scores["cb"], clusters=docs)
     assert row["B - A [95% CI]"].startswith(f"{b_minus_a.delta:+.2f} [{b_minus_a.lo:+.2f}, {b_minus_a.hi:+.2f}]")
@@ -120,25 +107,12 @@ def test_no_interval_compare_prints_passes_what_its_quantity_can_attain(tmp_path
     nothing and is said so ("no bound at this n") instead of printed."""
     import re
 
-    from experiments.data.records import Prediction
     from experiments.report.stats import paired_delta
-    from tests.experiments.report.test_tradeoff import point, write_run
 
     ids = [f"q{i}" for i in range(6)]
     scores = {"fa": [0.5, 0.2, 0.9, 0.4, 0.7, 0.1], "ca": [0.6, 0.2, 0.3, 0.4, 0.9, 0.1],
               "fb": [0.5, 0.3, 0.9, 0.4, 0.7, 0.2], "cb": [0.8, 0.2, 0.9, 0.6, 0.7, 0.3]}
-
-    def run(name, full, arm):
-        preds = [Prediction(task="t", id=i, config_hash=h, compressor=label, compressor_kind=kind, reader="r",
-                            prediction="", metric="qa_f1", score=v[k])
-                 for h, label, kind, v in (("F", "full", "full", full), ("C", "truncate", "truncate", arm))
-                 for k, i in enumerate(ids)]
-        write_run(tmp_path / name, preds, [point("F", "full"), point("C", "truncate")])
-
-    run("a", scores["fa"], scores["ca"])
-    run("b", scores["fb"], scores["cb"])
-    header, body, _ = compare_runs(tmp_path / "a", tmp_path / "b")
-    row = dict(zip(header, next(r for r in body if r[2] == "truncate")))
+    row = _truncate_row(tmp_path, ids, scores)
     reach = {"B - A [95% CI]": 100, "A - full": 100, "B - full": 100, DOD: 200}
     for column, most in reach.items():
         bounds = re.search(r"\[([-+0-9.]+), ([-+0-9.]+)\]", row[column])
@@ -162,3 +136,20 @@ def test_an_interval_as_wide_as_all_its_quantity_can_be_is_named_not_printed():
     assert "[" not in _fmt(PairedDelta(5.0, -100.0, 100.0, 1.0, 6, 6, method="betting"))
     assert _fmt(PairedDelta(5.0, -120.0, 150.0, 1.0, 6, 6, method="betting"), attainable=200.0) == \
         "+5.00 [-120.00, +150.00]"
+
+
+def _truncate_row(tmp_path, ids, scores, clusters=None) -> dict[str, str]:
+    """Two runs (a, b) of full and truncate on one task with these item scores; the truncate row of their
+    comparison, by column."""
+    from experiments.data.records import Prediction
+    from tests.experiments.report.test_tradeoff import point, write_run
+
+    for name, full, arm in (("a", scores["fa"], scores["ca"]), ("b", scores["fb"], scores["cb"])):
+        preds = [Prediction(task="t", id=i, config_hash=h, compressor=label, compressor_kind=kind, reader="r",
+                            prediction="", metric="qa_f1", score=float(v[k]),
+                            **({"cluster": clusters[k]} if clusters else {}))
+                 for h, label, kind, v in (("F", "full", "full", full), ("C", "truncate", "truncate", arm))
+                 for k, i in enumerate(ids)]
+        write_run(tmp_path / name, preds, [point("F", "full"), point("C", "truncate")])
+    header, body, _ = compare_runs(tmp_path / "a", tmp_path / "b")
+    return dict(zip(header, next(r for r in body if r[2] == "truncate")))
