@@ -21,7 +21,7 @@ import numpy as np
 from core.errors import UserError
 from core.paths import cache_root
 from core.progress import progress_bar
-from experiments.data.sources import DataError, iter_records
+from experiments.data.sources import DataError, around_byte, excerpt, iter_records, text_lines
 from indexes.passages import PassageStore, StoreBuild, build_store
 
 FORMATS = ("tsv", "jsonl", "parquet")
@@ -29,7 +29,6 @@ PARQUET_BATCH = 8192
 QUOTINGS = ("csv", "none")
 READER = 2  # the reader's version, part of a store's source: 1 read TSVs with the csv module, merging rows
 MAX_SPAN = 20  # lines one csv-quoted field may span (a passage is a paragraph, not a file)
-EXCERPT = 60  # characters of a bad line an error quotes
 
 Row = tuple[str, str, str]  # (doc_id, text, title), the passage store's columns
 
@@ -129,11 +128,6 @@ class _Ids:
             first[doc_id] = line
 
 
-def excerpt(text: str, width: int = EXCERPT) -> str:
-    """``text`` quoted for an error message, cut to ``width`` characters: a bad 700-character row is not echoed."""
-    return repr(text if len(text) <= width else text[:width] + "...")
-
-
 def _iter_tsv(path: Path, quoting: str, counts: ReadCounts) -> Iterator[tuple[int, Row]]:
     """DPR's layout: a header ``id<TAB>text<TAB>title``, then one passage per line.
 
@@ -162,18 +156,9 @@ def _iter_tsv(path: Path, quoting: str, counts: ReadCounts) -> Iterator[tuple[in
 
 def _decoded_lines(path: Path) -> Iterator[tuple[int, str]]:
     """``(line number, text with its line end)`` per line; bad UTF-8 is placed at its line and file offset."""
-    gz = path.name.endswith(".gz")
-    offset = 0
     try:
-        with gzip.open(path, "rb") if gz else open(path, "rb") as raw:
-            for number, data in enumerate(raw, start=1):
-                try:
-                    yield number, data.decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    where = "of the uncompressed file" if gz else "of the file"
-                    raise DataError(str(path), number, None, f"not valid UTF-8 ({exc.reason}) at byte "
-                                    f"{offset + exc.start:,} {where} (byte {exc.start} of the line)") from None
-                offset += len(data)
+        with gzip.open(path, "rb") if path.name.endswith(".gz") else open(path, "rb") as raw:
+            yield from text_lines(path, raw)
     except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
         raise DataError(str(path), None, None, f"not a readable gzip file ({exc}); fetch it again") from None
 
@@ -238,13 +223,36 @@ def _iter_parquet(path: Path) -> Iterator[tuple[int, Row]]:
     columns = ["id", "text"] + (["title"] if "title" in names else [])
     row = 0
     for batch in handle.iter_batches(batch_size=PARQUET_BATCH, columns=columns):
-        data = batch.to_pydict()
+        data = _batch_values(path, batch, row)
         titles = data.get("title") or [""] * batch.num_rows
         for doc_id, text, title in zip(data["id"], data["text"], titles):
             row += 1
             if not isinstance(text, str) or not text.strip():
                 raise DataError(str(path), row, "text", "is empty or not a string")
             yield row, (str(doc_id), text, title or "")
+
+
+def _batch_values(path: Path, batch, before: int) -> dict[str, list]:
+    """A record batch's columns as Python values (``before`` rows precede it); a string that is not UTF-8 is an
+    error naming its row, its field and the byte within the value (a Parquet file keeps no lines, and its pages
+    are encoded, so no offset in the file points at it)."""
+    import pyarrow as pa
+
+    try:
+        return batch.to_pydict()
+    except UnicodeDecodeError:
+        pass
+    for name, column in zip(batch.schema.names, batch.columns):
+        if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
+            continue
+        for i, value in enumerate(column.cast(pa.large_binary()).to_pylist()):
+            try:
+                if value is not None:
+                    value.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise DataError(str(path), before + i + 1, name, f"not valid UTF-8 ({exc.reason}) at byte "
+                                f"{exc.start:,} of the value, near {excerpt(around_byte(value, exc.start))}") from None
+    return batch.to_pydict()
 
 
 def corpus_file(name_or_path: str | Path) -> Path:

@@ -211,3 +211,60 @@ def test_a_csv_quoted_newline_is_one_passage_and_the_count_says_so(tmp_path):
     unclosed.write_bytes(_plain_tsv([("1", "a", "T"), ("2", '"never closed', "T")] + PLAIN[2:40]))
     with pytest.raises(DataError, match=r"unclosed\.tsv:3: not csv-quoted .*read across \d+ lines"):
         list(iter_corpus(unclosed))
+
+
+def _jsonl(rows) -> bytes:
+    return "".join(json.dumps({"id": i, "text": t, "title": ti}) + "\n" for i, t, ti in rows).encode()
+
+
+BAD_TEXT = "passage 501 " + "word " * 30 + "bad @@ byte " + "tail " * 40  # @@ becomes the lone byte 0xff
+
+
+@pytest.mark.parametrize("name", ["u.tsv", "u.tsv.gz", "u.jsonl", "u.jsonl.gz"])
+def test_bad_utf8_names_the_line_the_offset_in_the_file_and_a_short_excerpt_in_every_line_format(tmp_path, name):
+    """A bad byte on line 502 (TSV: the header and 500 rows before it; JSONL: 501 rows): the offset is in the
+    (uncompressed) file, not the line, and the excerpt around the byte is at most 60 characters."""
+    rows = ROWS[:501] + [("502", BAD_TEXT, "T")] + ROWS[502:510]
+    body = (_tsv(rows[1:]) if name.startswith("u.tsv") else _jsonl(rows)).replace(b"@@", b"\xff")
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(body) if name.endswith(".gz") else body)
+    offset, line_start = body.index(b"\xff"), body.index(b"502\t" if name.startswith("u.tsv") else b'{"id": "502"')
+    assert body[:line_start].count(b"\n") == 501
+    of = "of the uncompressed file" if name.endswith(".gz") else "of the file"
+    with pytest.raises(DataError) as err:
+        list(iter_corpus(path))
+    message = str(err.value)
+    assert message.startswith(f"{path}:502: not valid UTF-8 (invalid start byte) at byte {offset:,} {of} (byte "
+                              f"{offset - line_start:,} of the line), near '")
+    at = BAD_TEXT.index("@@")  # 30 characters before the bad byte, 30 from it on: 60 in all
+    assert message.endswith(f"near {BAD_TEXT[at - 30:at] + chr(0xfffd) + BAD_TEXT[at + 2:at + 31]!r}")
+
+
+def test_bad_utf8_in_a_parquet_string_names_the_row_the_field_and_the_byte_of_the_value(tmp_path):
+    """Parquet keeps no lines and encodes its pages: the row, the field and the byte within the value."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    texts = [t.encode() for _, t, _ in ROWS[:20]]
+    texts[13] = b"passage 13 has a bad \xff byte " + b"and then many more words " * 10
+    offsets = np.cumsum([0] + [len(t) for t in texts]).astype(np.int32)
+    text = pa.Array.from_buffers(pa.string(), len(texts), [None, pa.py_buffer(offsets.tobytes()),
+                                                           pa.py_buffer(b"".join(texts))])  # unchecked, as a writer may
+    path = tmp_path / "u.parquet"
+    pq.write_table(pa.table({"id": [r[0] for r in ROWS[:20]], "text": text}), path, row_group_size=8)
+    with pytest.raises(DataError) as err:
+        list(iter_corpus(path))
+    message = str(err.value)
+    assert message == (f"{path}:14: field 'text': not valid UTF-8 (invalid start byte) at byte 21 of the value, "
+                       "near 'passage 13 has a bad \ufffd byte and then many more word'")  # 21 before, 30 from it
+
+
+def test_a_jsonl_id_is_a_string_or_an_integer_never_true_and_a_long_bad_id_is_quoted_short(tmp_path):
+    path = tmp_path / "ids.jsonl"
+    path.write_text(json.dumps({"id": 1, "text": "x"}) + "\n" + json.dumps({"id": True, "text": "y"}) + "\n")
+    with pytest.raises(DataError, match=r"ids\.jsonl:2: field 'id': expected str or int, got bool"):
+        list(iter_corpus(path))  # read as the id 'True' before
+    path.write_text(json.dumps({"id": " " + "a" * 300, "text": "x"}) + "\n")
+    with pytest.raises(DataError) as err:
+        list(iter_corpus(path))
+    assert "ids.jsonl:1: field 'id': ' aaa" in str(err.value) and "a" * 61 not in str(err.value)
