@@ -19,10 +19,12 @@ back what the codes lose.
 from __future__ import annotations
 
 import errno
+import json
 import math
 import os
 import re
 import shutil
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -244,13 +246,56 @@ def check_fits(p: MemoryPlan, budget: int | None) -> None:
                             f"{human(limit)}{hint}")
 
 
-class RowIndex:
-    """A FAISS index of any factory string whose labels are corpus row numbers (int64), searched in batches.
+class RowSearch(ABC):
+    """An index over corpus rows ``0 .. len-1`` of one factory ``string``: one FAISS index (:class:`RowIndex`), or
+    several over parts of the corpus whose answers are merged (``experiments.run.sharding.PartedIndex``); what a
+    search plan (:func:`choose_search`) tunes.
 
     ``search`` takes the search parameters (``nprobe`` for inverted files, ``ef_search`` for HNSW) and an
     optional exact re-ranking: the best ``rerank`` candidates are scored again against their full vectors
     (``vectors(rows)``, e.g. the memory-mapped embedding shards) and the best ``k`` of them kept.
     """
+
+    string: str
+
+    @property
+    @abstractmethod
+    def dim(self) -> int: ...
+
+    @property
+    @abstractmethod
+    def nlist(self) -> int:
+        """Inverted lists (of each part; 0: not an inverted file)."""
+
+    @property
+    @abstractmethod
+    def graph(self) -> bool:
+        """Whether it is an HNSW graph (searched with ``efSearch``)."""
+
+    @abstractmethod
+    def __len__(self) -> int: ...
+
+    @abstractmethod
+    def candidates(self, queries: np.ndarray, depth: int, nprobe: int | None,
+                   ef_search: int | None) -> tuple[np.ndarray, np.ndarray]:
+        """(scores, rows), each (len(queries), <= depth), best first by the index's own scores."""
+
+    def search(self, queries: np.ndarray, k: int, *, nprobe: int | None = None, ef_search: int | None = None,
+               rerank: int = 0, vectors: Callable[[np.ndarray], np.ndarray] | None = None
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """(scores, rows), each (len(queries), k') best first; rows are int64, k' <= k; -1 rows are dropped
+        by the caller (FAISS pads with -1 when fewer than k are found)."""
+        queries = np.ascontiguousarray(queries, dtype=np.float32)
+        if queries.ndim != 2 or queries.shape[1] != self.dim:
+            raise ValueError(f"queries must have shape (n, {self.dim}), got {queries.shape}")
+        scores, rows = self.candidates(queries, min(max(k, rerank), len(self)), nprobe, ef_search)
+        if rerank and vectors is not None:
+            scores, rows = exact_rerank(queries, rows, vectors)
+        return scores[:, :k], rows[:, :k]
+
+
+class RowIndex(RowSearch):
+    """A FAISS index of any factory string whose labels are corpus row numbers (int64), searched in batches."""
 
     def __init__(self, index: Any, string: str) -> None:
         self.index, self.string = index, string
@@ -266,6 +311,12 @@ class RowIndex:
 
         ivf = faiss.try_extract_index_ivf(self.index)
         return int(ivf.nlist) if ivf is not None else 0
+
+    @property
+    def graph(self) -> bool:
+        import faiss
+
+        return isinstance(faiss.downcast_index(self.index), faiss.IndexHNSW) or "HNSW" in self.string.split(",")[0]
 
     def _nprobe(self) -> int:
         import faiss
@@ -304,16 +355,10 @@ class RowIndex:
             raise ValueError(f"the blocks held {added} vectors, not {n}")
         return cls(index, string)
 
-    def search(self, queries: np.ndarray, k: int, *, nprobe: int | None = None, ef_search: int | None = None,
-               rerank: int = 0, vectors: Callable[[np.ndarray], np.ndarray] | None = None
-               ) -> tuple[np.ndarray, np.ndarray]:
-        """(scores, rows), each (len(queries), k') best first; rows are int64, k' <= k; -1 rows are dropped
-        by the caller (FAISS pads with -1 when fewer than k are found)."""
+    def candidates(self, queries: np.ndarray, depth: int, nprobe: int | None,
+                   ef_search: int | None) -> tuple[np.ndarray, np.ndarray]:
         import faiss
 
-        queries = np.ascontiguousarray(queries, dtype=np.float32)
-        if queries.ndim != 2 or queries.shape[1] != self.dim:
-            raise ValueError(f"queries must have shape (n, {self.dim}), got {queries.shape}")
         for name, value, kind in (("nprobe", nprobe, "IVF"), ("efSearch", ef_search, "HNSW")):
             if not value:
                 continue
@@ -324,11 +369,7 @@ class RowIndex:
         if nprobe is None and lists > 1 and self._nprobe() == 1:
             raise UserError(f"{self.string!r} searched with no nprobe would search 1 of its {lists:,} lists "
                             "(FAISS's default); give nprobe, or a SearchPlan's (choose_search)")
-        depth = min(max(k, rerank), len(self))
-        scores, rows = self.index.search(queries, depth)
-        if rerank and vectors is not None:
-            scores, rows = exact_rerank(queries, rows, vectors)
-        return scores[:, :k], rows[:, :k]
+        return self.index.search(queries, depth)
 
     def save(self, path: str | os.PathLike) -> None:
         """FAISS's own format, written beside ``path`` and renamed: a killed save leaves no index."""
@@ -422,18 +463,16 @@ class SearchPlan:
         return cls(**{**data, "curve": tuple((int(v), int(r), float(s)) for v, r, s in data["curve"])})
 
 
-def tunable(index: RowIndex) -> tuple[str, list[int]] | None:
+def tunable(index: RowSearch) -> tuple[str, list[int]] | None:
     """The parameter that trades speed for recall in ``index`` and the values to try, or None (exact)."""
-    import faiss
-
     if index.nlist > 1:
         return "nprobe", sorted({min(1 << i, index.nlist) for i in range(int(math.log2(index.nlist)) + 2)})
-    if isinstance(faiss.downcast_index(index.index), faiss.IndexHNSW) or "HNSW" in index.string.split(",")[0]:
+    if index.graph:
         return "efSearch", [16, 32, 64, 128, 256, 512, 1024]
     return None
 
 
-def choose_search(index: RowIndex, blocks: Callable[[], Iterable[np.ndarray]],
+def choose_search(index: RowSearch, blocks: Callable[[], Iterable[np.ndarray]],
                   vectors: Callable[[np.ndarray], np.ndarray], *, target: float = RECALL_TARGET, k: int = TUNE_K,
                   queries: int = TUNE_QUERIES, seed: int = 0) -> SearchPlan | None:
     """The :class:`SearchPlan` of ``index`` (None for an exact index): ``blocks()`` streams the corpus's
@@ -465,6 +504,65 @@ def choose_search(index: RowIndex, blocks: Callable[[], Iterable[np.ndarray]],
     reached = [c for c in curve if c[2] >= target]
     value, rerank, share = reached[0] if reached else max(curve, key=lambda c: (c[2], -c[1], -c[0]))
     return SearchPlan(index.string, param, value, rerank, share, target, k, len(rows), tuple(curve))
+
+
+@dataclass(frozen=True)
+class SearchGiven:
+    """Search parameters given instead of the plan's (``--nprobe``, ``--ef-search``, ``--rerank``); None: the plan's."""
+
+    nprobe: int | None = None
+    ef_search: int | None = None
+    rerank: int | None = None
+
+    def over(self, found: SearchPlan | None) -> dict[str, int]:
+        """What ``RowSearch.search`` is given: the plan's parameters, each overridden by a setting given."""
+        params = found.params() if found is not None else {}
+        params.update({k: v for k, v in (("nprobe", self.nprobe), ("ef_search", self.ef_search),
+                                         ("rerank", self.rerank)) if v is not None})
+        return params
+
+
+def planned_search(index: RowSearch, sidecar: Path, blocks: Callable[[], Iterable[np.ndarray]],
+                   vectors: Callable[[np.ndarray], np.ndarray], *, given: SearchGiven = SearchGiven(),
+                   target: float = RECALL_TARGET, seed: int = 0,
+                   say: Callable[[str], None] = print) -> SearchPlan | None:
+    """The search plan of ``index`` (None: exact), chosen once (:func:`choose_search`) and kept in ``sidecar``
+    (JSON, beside the index), then printed through ``say``.  A setting ``given`` instead is told the share the
+    plan measured for it, and an ``nprobe`` that searches a sixteenth of the lists or fewer is warned about:
+    no setting that searches one list of many passes silently."""
+    from core.files import write_atomic
+
+    found = None
+    if sidecar.is_file():
+        found = SearchPlan.from_json(json.loads(sidecar.read_text(encoding="utf-8")))
+        if (found.target, found.k) != (target, TUNE_K):
+            found = None
+    if found is None and tunable(index) is not None:
+        say(f"choosing search parameters for {index.string!r}: the cheapest that find {target:.2f} of exact "
+            f"search's top-{TUNE_K} (exact search over the shards: once per index)")
+        found = choose_search(index, blocks, vectors, target=target, seed=seed)
+        if found is not None:
+            write_atomic(sidecar, json.dumps(found.to_json(), indent=1))
+    if found is not None:
+        say(found.describe())
+    chosen = {k: v for k, v in (("nprobe", given.nprobe), ("efSearch", given.ef_search)) if v is not None}
+    if found is not None and (chosen or given.rerank is not None):
+        value = chosen.get(found.param, found.value)
+        rerank = found.rerank if given.rerank is None else given.rerank
+        share = found.share_at(value, rerank)
+        measured = f"measured {share:.3f}" if share is not None else "not measured at build time"
+        say(f"search: {found.param} {value}, re-rank {rerank} as given ({measured} of exact search's "
+            f"top-{TUNE_K}; the plan's {found.param} {found.value}, re-rank {found.rerank} found {found.share:.3f})")
+    lists = index.nlist
+    if given.nprobe is not None and lists > 1 and given.nprobe * 16 <= lists:
+        say(f"warning: --nprobe {given.nprobe} searches {given.nprobe} of {lists:,} inverted lists; FAISS's "
+            "guidelines and the search plan above say how much of the top-20 that loses")
+    return found
+
+
+def slug(string: str) -> str:
+    """A factory string as part of a file name (``IVF32,PQ8`` -> ``IVF32_PQ8``)."""
+    return re.sub(r"[^A-Za-z0-9]+", "_", string).strip("_")
 
 
 def exact_top(queries: np.ndarray, blocks: Iterable[np.ndarray], k: int) -> np.ndarray:
@@ -553,5 +651,5 @@ def _gather(blocks: Iterable[np.ndarray], rows: np.ndarray, dim: int) -> np.ndar
     return out
 
 
-__all__ = ["RECALL_TARGET", "MemoryPlan", "NAMES", "RowIndex", "SearchPlan", "choose_search", "exact_top", "overlap", "available_memory", "candidates", "check_fits", "default_nlist",
-           "default_train_size", "exact_rerank", "fit", "human", "parse_bytes", "plan", "resolve"]
+__all__ = ["RECALL_TARGET", "MemoryPlan", "NAMES", "RowIndex", "RowSearch", "SearchGiven", "SearchPlan", "choose_search", "exact_top", "overlap", "available_memory", "candidates", "check_fits", "default_nlist",
+           "default_train_size", "exact_rerank", "fit", "human", "parse_bytes", "plan", "planned_search", "resolve", "slug"]

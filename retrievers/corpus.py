@@ -15,7 +15,6 @@ first), reading from the store only the rows it returns.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -25,21 +24,20 @@ from typing import Any, Protocol
 import numpy as np
 
 from core.errors import UserError
-from core.files import write_atomic
 from core.progress import progress_bar
 from indexes.factory import (
     RECALL_TARGET,
-    TUNE_K,
     RowIndex,
+    SearchGiven,
     SearchPlan,
     available_memory,
     check_fits,
-    choose_search,
     fit,
     human,
     plan,
+    planned_search,
     resolve,
-    tunable,
+    slug,
 )
 from indexes.passages import PassageStore
 from indexes.types import Chunk
@@ -175,6 +173,11 @@ class DenseIndexSettings:
             raise UserError(f"recall_target must be a share in (0, 1], got {target!r}")
         return cls(**known, extra=merged)
 
+    @property
+    def given(self) -> SearchGiven:
+        """The search parameters set here, each overriding the search plan's."""
+        return SearchGiven(self.nprobe, self.ef_search, self.rerank)
+
 
 PROBE = 64  # passages encoded and timed before the rest, for the time plan (after a warm-up of 2)
 
@@ -276,7 +279,7 @@ class DenseEngine:
             string = chosen.string
         else:
             string = resolve(s.index, n)
-        path = folder / f"index-{_slug(string)}.faiss"
+        path = folder / f"index-{slug(string)}.faiss"
         if path.is_file():
             size = path.stat().st_size
             for limit, name in ((s.max_memory, "--max-index-memory"), (available_memory(), "the free memory")):
@@ -309,55 +312,23 @@ class DenseEngine:
         return index
 
     def _blocks(self) -> Iterator[np.ndarray]:
-        return (np.asarray(self.shards.read(i)) for i in range(self.shards.shards))
+        return self.shards.blocks()
 
     def _search_plan(self, path: Path, say: Callable[[str], None]) -> SearchPlan | None:
-        """The index's search plan, chosen once beside its file (``.search.json``) and reused; the setting the
-        command line gives instead is told its measured share, and one that probes 1 of many lists is warned."""
+        """The index's search plan, chosen once beside its file (``.search.json``) and reused."""
         s = self.settings
-        sidecar = path.with_name(path.stem + ".search.json")
-        found = None
-        if sidecar.is_file():
-            found = SearchPlan.from_json(json.loads(sidecar.read_text(encoding="utf-8")))
-            if (found.target, found.k) != (s.recall_target, TUNE_K):
-                found = None
-        if found is None and tunable(self.index) is not None:
-            say(f"choosing search parameters for {self.index.string!r}: the cheapest that find {s.recall_target:.2f}"
-                f" of exact search's top-{TUNE_K} (exact search over the shards: once per index)")
-            found = choose_search(self.index, self._blocks, self.vectors, target=s.recall_target, seed=s.seed)
-            if found is not None:
-                write_atomic(sidecar, json.dumps(found.to_json(), indent=1))
-        if found is not None:
-            say(found.describe())
-        given = {k: v for k, v in (("nprobe", s.nprobe), ("efSearch", s.ef_search)) if v is not None}
-        if found is not None and (given or s.rerank is not None):
-            value = given.get(found.param, found.value)
-            rerank = found.rerank if s.rerank is None else s.rerank
-            share = found.share_at(value, rerank)
-            measured = f"measured {share:.3f}" if share is not None else "not measured at build time"
-            say(f"search: {found.param} {value}, re-rank {rerank} as given ({measured} of exact search's "
-                f"top-{TUNE_K}; the plan's {found.param} {found.value}, re-rank {found.rerank} found {found.share:.3f})")
-        lists = self.index.nlist
-        if s.nprobe is not None and lists > 1 and s.nprobe * 16 <= lists:
-            say(f"warning: --nprobe {s.nprobe} searches {s.nprobe} of {lists:,} inverted lists; FAISS's "
-                "guidelines and the search plan above say how much of the top-20 that loses")
-        return found
+        return planned_search(self.index, path.with_name(path.stem + ".search.json"), self._blocks, self.vectors,
+                              given=s.given, target=s.recall_target, seed=s.seed, say=say)
 
     def vectors(self, rows: np.ndarray) -> np.ndarray:
         """Full vectors of ``rows`` as float32, read from the shards all at once (exact re-ranking)."""
         if self._rows is None:
-            from indexes.rows import RowReader
-
-            self._rows = RowReader([self.shards.path(i) for i in range(self.shards.shards)])
+            self._rows = self.shards.row_reader()
         return self._rows.read(rows)
 
     def search_params(self) -> dict[str, Any]:
         """What ``RowIndex.search`` is given: the search plan's parameters, each overridden by a setting given."""
-        s = self.settings
-        params: dict[str, Any] = self.search_plan.params() if self.search_plan is not None else {}
-        params.update({k: v for k, v in (("nprobe", s.nprobe), ("ef_search", s.ef_search), ("rerank", s.rerank))
-                       if v is not None})
-        return params
+        return self.settings.given.over(self.search_plan)
 
     def search_rows(self, queries: Sequence[str], k: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
         qvecs = np.asarray(self.retriever.encoder.encode_queries(list(queries)), dtype=np.float32)
@@ -391,10 +362,6 @@ def _device() -> str:
 
     gpu = torch_gpu_device(load=False)
     return f"on {gpu}" if gpu else f"CPU, {os.cpu_count()} cores"
-
-
-def _slug(string: str) -> str:
-    return re.sub(r"[^A-Za-z0-9]+", "_", string).strip("_")
 
 
 def _free_share() -> int:

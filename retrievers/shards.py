@@ -24,7 +24,7 @@ import io
 import json
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -185,6 +185,16 @@ class ShardStore:
 
     def read(self, i: int) -> np.ndarray:
         return np.load(self.path(i), mmap_mode="r")
+
+    def blocks(self, first: int = 0, last: int | None = None) -> Iterator[np.ndarray]:
+        """Shards ``[first, last)`` (default: all), one array a shard, in row order, as stored (float16 stays)."""
+        return (np.asarray(self.read(i)) for i in range(first, self.shards if last is None else last))
+
+    def row_reader(self):
+        """An ``indexes.rows.RowReader`` of every shard: given rows as float32, read all at once (re-ranking)."""
+        from indexes.rows import RowReader
+
+        return RowReader([self.path(i) for i in range(self.shards)])
 
     def vectors(self) -> np.ndarray:
         """Every row as float32, in corpus order (loads all shards into memory)."""

@@ -24,7 +24,9 @@ process ever holds more than its part.  A search is broadcast to every actor;
 each answers its local top-k with global row numbers, and the driver merges
 them into the global top-k.  For exact (flat) parts the merged hits are those
 of one flat index over the whole corpus: the global top-k is contained in the
-union of the parts' top-k.
+union of the parts' top-k.  An approximate string (IVF, HNSW) is searched by
+the search plan one index of it gets (``indexes.factory.planned_search``), so
+no search probes one inverted list of many by default.
 """
 from __future__ import annotations
 
@@ -41,6 +43,7 @@ import numpy as np
 from core.errors import UserError
 from core.paths import cache_root
 from core.progress import progress_bar
+from indexes.factory import RECALL_TARGET, RowSearch, SearchGiven, planned_search, slug
 from indexes.types import Chunk
 from retrievers.contract import check_vectors
 from retrievers.dense import DenseRetriever
@@ -204,13 +207,17 @@ class IndexActor:
         self.offset = store.bounds(first)[0]
         n = store.bounds(last - 1)[1] - self.offset
         dim = int(store.manifest["dim"])
-        self.index = RowIndex.build(string, dim, n, lambda: (np.asarray(store.read(i)) for i in range(first, last)),
-                                    seed=seed)
+        self.index = RowIndex.build(string, dim, n, lambda: store.blocks(first, last), seed=seed)
 
     def size(self) -> tuple[int, int]:
         return self.offset, len(self.index)
 
+    def kind(self) -> tuple[int, int, bool]:
+        """(dimension, inverted lists, HNSW graph): what a search plan tunes (every part has the same)."""
+        return self.index.dim, self.index.nlist, self.index.graph
+
     def search(self, queries: np.ndarray, k: int, params: dict) -> tuple[np.ndarray, np.ndarray]:
+        """This part's own top ``k`` by its index's scores (``params``: ``nprobe`` / ``ef_search``), global rows."""
         scores, rows = self.index.search(queries, k, **params)
         return scores, np.where(rows >= 0, rows + self.offset, -1)
 
@@ -233,32 +240,106 @@ def merge_top_k(parts: Sequence[tuple[np.ndarray, np.ndarray]], k: int) -> tuple
     return np.take_along_axis(scores, order, 1), np.take_along_axis(rows, order, 1)
 
 
+Answers = Callable[[np.ndarray, int, dict], list[tuple[np.ndarray, np.ndarray]]]
+
+
+class PartedIndex(RowSearch):
+    """One index over a corpus cut into contiguous parts, each a ``RowIndex`` of the same ``string``.
+
+    ``answers(queries, depth, params)`` asks every part for its own top ``depth`` (global rows; on Ray, all
+    parts at once) and the best ``depth`` of their union are the candidates; an exact re-ranking then runs
+    here, as for one index.  So it is searched, and planned (``indexes.factory.choose_search``), exactly as
+    one index is: the same ``nprobe`` / ``efSearch`` in every part.  The parts' compressed scores are each an
+    estimate of the same inner product, so merging them by score is what one index's search does with its
+    own lists.
+    """
+
+    def __init__(self, string: str, count: int, kind: tuple[int, int, bool], answers: Answers) -> None:
+        self.string, self.count, self.answers = string, count, answers
+        self._dim, self._nlist, self._graph = kind
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    @property
+    def nlist(self) -> int:
+        return self._nlist
+
+    @property
+    def graph(self) -> bool:
+        return self._graph
+
+    def __len__(self) -> int:
+        return self.count
+
+    def candidates(self, queries: np.ndarray, depth: int, nprobe: int | None,
+                   ef_search: int | None) -> tuple[np.ndarray, np.ndarray]:
+        params = {k: v for k, v in (("nprobe", nprobe), ("ef_search", ef_search)) if v is not None}
+        return merge_top_k(self.answers(queries, depth, params), depth)
+
+
 class RayShardedIndex(_RayActors):
     """``parts`` Ray actors, each an ``IndexActor`` over a share of the shard folder; use as a context manager.
 
-    ``address``: a Ray cluster (None: a local instance).  ``search`` broadcasts and merges (``merge_top_k``).
+    ``address``: a Ray cluster (None: a local instance).  ``search`` broadcasts and merges (``PartedIndex``).
+    An approximate ``string`` (IVF, HNSW) gets the search plan one index of it gets
+    (``indexes.factory.planned_search``): chosen when it is built to find ``recall_target`` of exact
+    search's top-20 on the corpus's own vectors, kept in the shard folder
+    (``index-<string>-<parts>parts[-seed<seed>].search.json``, reused while string, parts and seed stay) and
+    printed through ``say``; ``nprobe`` / ``ef_search`` / ``rerank`` here override it (as ``--nprobe`` /
+    ``--ef-search`` / ``--rerank`` do for one index), and so do those given to one ``search``.
     """
 
     def __init__(self, folder: str | os.PathLike, string: str = "Flat", *, parts: int = 2,
-                 address: str | None = None, cpus_per_part: float = 1.0, seed: int = 0) -> None:
-        from experiments.run.ray_pool import connect, import_ray
+                 address: str | None = None, cpus_per_part: float = 1.0, seed: int = 0, nprobe: int | None = None,
+                 ef_search: int | None = None, rerank: int | None = None, recall_target: float = RECALL_TARGET,
+                 say: Callable[[str], None] = print) -> None:
+        from experiments.run.ray_pool import connect, import_ray, unwrap
         from retrievers.shards import ShardStore
 
         self._ray = ray = import_ray()
-        store = ShardStore.load(folder)
+        self.store = store = ShardStore.load(folder)
         ranges = split_shards(store.shards, parts)
         self._owns_ray = connect(address, parts)
         remote = ray.remote(IndexActor).options(num_cpus=cpus_per_part)
         self.actors = [remote.remote(str(folder), a, b, string, seed) for a, b in ranges]
-        self.sizes = ray.get([a.size.remote() for a in self.actors])
+        try:
+            self.sizes = ray.get([a.size.remote() for a in self.actors])
+            kind = ray.get(self.actors[0].kind.remote())
+        except ray.exceptions.RayTaskError as err:
+            self.close()
+            raise unwrap(err) from None
         self.count = store.count
+        self.index = PartedIndex(string, store.count, kind, self._answers)
+        self._rows = store.row_reader()
+        self.given = SearchGiven(nprobe, ef_search, rerank)
+        say(f"index {string!r} over {store.count:,} rows in {parts} parts on Ray")
+        sidecar = Path(folder) / (f"index-{slug(string)}-{parts}parts" + (f"-seed{seed}" if seed else "")
+                                  + ".search.json")
+        self.search_plan = planned_search(self.index, sidecar, store.blocks, self._rows.read, given=self.given,
+                                          target=recall_target, seed=seed, say=say)
 
-    def search(self, queries: np.ndarray, k: int, **params: Any) -> tuple[np.ndarray, np.ndarray]:
-        queries = np.ascontiguousarray(queries, dtype=np.float32)
-        answers = self._ray.get([a.search.remote(queries, k, params) for a in self.actors])
-        return merge_top_k(answers, k)
+    def _answers(self, queries: np.ndarray, depth: int, params: dict) -> list[tuple[np.ndarray, np.ndarray]]:
+        from experiments.run.ray_pool import unwrap
+
+        try:
+            return self._ray.get([a.search.remote(queries, depth, params) for a in self.actors])
+        except self._ray.exceptions.RayTaskError as err:
+            raise unwrap(err) from None
+
+    def search_params(self) -> dict[str, int]:
+        """What a search is given: the search plan's parameters, each overridden by a setting given here."""
+        return self.given.over(self.search_plan)
+
+    def search(self, queries: np.ndarray, k: int, *, nprobe: int | None = None, ef_search: int | None = None,
+               rerank: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(scores, rows), best first, over the whole corpus; ``nprobe`` / ``ef_search`` / ``rerank`` override
+        the plan's (and the constructor's) for this search."""
+        settings = {**self.search_params(), **SearchGiven(nprobe, ef_search, rerank).over(None)}
+        return self.index.search(queries, k, vectors=self._rows.read if settings.get("rerank") else None, **settings)
 
 
 
-__all__ = ["EncoderActor", "IndexActor", "RayEncoderPool", "RayShardedIndex", "ShardPlan", "auto_gpus",
+__all__ = ["EncoderActor", "IndexActor", "PartedIndex", "RayEncoderPool", "RayShardedIndex", "ShardPlan", "auto_gpus",
            "default_shard_root", "merge_top_k", "split_shards"]

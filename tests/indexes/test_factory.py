@@ -15,6 +15,7 @@ from tests.support.float_bounds import (
     exact_scores,
     share_in_top_k_up_to_ties,
 )
+from tests.support.vectors import clustered_vectors
 
 
 @pytest.fixture(autouse=True)
@@ -161,16 +162,8 @@ def test_a_full_disk_while_saving_is_one_line_naming_the_file_and_the_space_need
     assert list(tmp_path.iterdir()) == []  # no partial file left under any name
 
 
-def _clustered(n, d, seed=0):
-    """Vectors around 40 centres: an inverted file's lists mean something, as with real embeddings."""
-    rng = np.random.default_rng(seed)
-    centres = rng.standard_normal((40, d))
-    x = (centres[rng.integers(0, 40, n)] + 0.6 * rng.standard_normal((n, d))).astype(np.float32)
-    return x / np.linalg.norm(x, axis=1, keepdims=True)
-
-
 def test_an_ivf_index_searched_with_no_nprobe_is_refused_not_searched_in_one_list():
-    x = _clustered(4000, 32)
+    x = clustered_vectors(4000, 32)
     index = RowIndex.build("IVF64,Flat", 32, len(x), lambda: [x])
     with pytest.raises(UserError, match=r"'IVF64,Flat' searched with no nprobe would search 1 of its 64 lists"):
         index.search(x[:3], 5)
@@ -181,7 +174,7 @@ def test_an_ivf_index_searched_with_no_nprobe_is_refused_not_searched_in_one_lis
 def test_the_search_plan_is_the_cheapest_setting_reaching_the_target_on_the_corpus_own_vectors(string):
     from indexes.factory import choose_search, exact_top, overlap
 
-    x = _clustered(4000, 32)
+    x = clustered_vectors(4000, 32)
 
     def blocks():
         return (x[i: i + 700] for i in range(0, len(x), 700))
@@ -205,6 +198,6 @@ def test_the_search_plan_is_the_cheapest_setting_reaching_the_target_on_the_corp
 def test_exact_top_streams_blocks_to_flat_search_answers():
     from indexes.factory import exact_top
 
-    x = _clustered(3000, 16)
+    x = clustered_vectors(3000, 16)
     want = RowIndex.build("Flat", 16, len(x), lambda: [x]).search(x[:50], 20)[1]
     np.testing.assert_array_equal(exact_top(x[:50], (x[i: i + 333] for i in range(0, 3000, 333)), 20), want)
