@@ -553,11 +553,19 @@ def planned_search(index: RowSearch, sidecar: Path, blocks: Callable[[], Iterabl
         measured = f"measured {share:.3f}" if share is not None else "not measured at build time"
         say(f"search: {found.param} {value}, re-rank {rerank} as given ({measured} of exact search's "
             f"top-{TUNE_K}; the plan's {found.param} {found.value}, re-rank {found.rerank} found {found.share:.3f})")
-    lists = index.nlist
-    if given.nprobe is not None and lists > 1 and given.nprobe * 16 <= lists:
-        say(f"warning: --nprobe {given.nprobe} searches {given.nprobe} of {lists:,} inverted lists; FAISS's "
-            "guidelines and the search plan above say how much of the top-20 that loses")
+    warning = few_lists(index, given.nprobe)
+    if warning:
+        say(warning)
     return found
+
+
+def few_lists(index: RowSearch, nprobe: int | None) -> str | None:
+    """A warning when ``nprobe`` searches a sixteenth of ``index``'s inverted lists or fewer, else None."""
+    lists = index.nlist
+    if nprobe is None or lists <= 1 or nprobe * 16 > lists:
+        return None
+    return (f"warning: --nprobe {nprobe} searches {nprobe} of {lists:,} inverted lists; FAISS's guidelines and "
+            "the search plan above say how much of the top-20 that loses")
 
 
 def slug(string: str) -> str:
@@ -652,4 +660,4 @@ def _gather(blocks: Iterable[np.ndarray], rows: np.ndarray, dim: int) -> np.ndar
 
 
 __all__ = ["RECALL_TARGET", "MemoryPlan", "NAMES", "RowIndex", "RowSearch", "SearchGiven", "SearchPlan", "choose_search", "exact_top", "overlap", "available_memory", "candidates", "check_fits", "default_nlist",
-           "default_train_size", "exact_rerank", "fit", "human", "parse_bytes", "plan", "planned_search", "resolve", "slug"]
+           "default_train_size", "exact_rerank", "few_lists", "fit", "human", "parse_bytes", "plan", "planned_search", "resolve", "slug"]

@@ -43,7 +43,7 @@ import numpy as np
 from core.errors import UserError
 from core.paths import cache_root
 from core.progress import progress_bar
-from indexes.factory import RECALL_TARGET, RowSearch, SearchGiven, planned_search, slug
+from indexes.factory import RECALL_TARGET, RowSearch, SearchGiven, few_lists, planned_search, slug
 from indexes.types import Chunk
 from retrievers.contract import check_vectors
 from retrievers.dense import DenseRetriever
@@ -314,6 +314,7 @@ class RayShardedIndex(_RayActors):
         self.index = PartedIndex(string, store.count, kind, self._answers)
         self._rows = store.row_reader()
         self.given = SearchGiven(nprobe, ef_search, rerank)
+        self._say, self._warned = say, {nprobe}  # a given nprobe is warned about once, here or at a search
         say(f"index {string!r} over {store.count:,} rows in {parts} parts on Ray")
         sidecar = Path(folder) / (f"index-{slug(string)}-{parts}parts" + (f"-seed{seed}" if seed else "")
                                   + ".search.json")
@@ -336,6 +337,10 @@ class RayShardedIndex(_RayActors):
                rerank: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(scores, rows), best first, over the whole corpus; ``nprobe`` / ``ef_search`` / ``rerank`` override
         the plan's (and the constructor's) for this search."""
+        warning = few_lists(self.index, nprobe)
+        if warning and nprobe not in self._warned:
+            self._warned.add(nprobe)
+            self._say(warning)
         settings = {**self.search_params(), **SearchGiven(nprobe, ef_search, rerank).over(None)}
         return self.index.search(queries, k, vectors=self._rows.read if settings.get("rerank") else None, **settings)
 

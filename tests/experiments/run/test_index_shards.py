@@ -145,5 +145,9 @@ def test_a_ray_sharded_ivf_index_is_planned_at_build_and_searched_by_its_plan(cl
         rows = np.sort(np.random.default_rng(0).choice(len(x), 500, replace=False))  # the plan's query rows
         assert _own_share(sharded.search, x, rows) == pytest.approx(found.share)  # no flags: the plan's search
         assert _own_share(lambda q, k: sharded.search(q, k, nprobe=1), x, rows) < found.share  # overridden
+        sharded.search(x[:2], 5, nprobe=1)
+    assert [line for line in said if "warning" in line] == [  # warned, once
+        "warning: --nprobe 1 searches 1 of 32 inverted lists; FAISS's guidelines and the search plan above say "
+        "how much of the top-20 that loses"]
     assert (folder / "index-IVF32_Flat-2parts.search.json").is_file()
     assert any(line.startswith(f"search plan for 'IVF32,Flat': nprobe {found.value} finds") for line in said)
