@@ -173,31 +173,54 @@ def _log_choose(n: int) -> np.ndarray:
     return gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1)
 
 
-def _tail(p_loss: np.ndarray, delta: float, n: int, k: np.ndarray, cut: np.ndarray, upper: bool) -> np.ndarray:
-    """P(T' >= t) at each p_l of the null line p_g = p_l + delta (vectorized over ``p_loss``); the
-    conditional binomial tails are evaluated only where P(K = k) is not negligible (below 1e-18 a term
-    cannot move the sum) and the cut falls inside 1..k (elsewhere the tail is 0 or 1), with scipy.special's
-    binomial tails (the ufuncs, without scipy.stats' per-call checks: a report calls this thousands of
-    times).  scipy is imported here, not at the top: it costs seconds, and every command that imports the
-    report's statistics (the dry run among them) would pay them without testing anything."""
-    from scipy.special import bdtr, bdtrc
+BAND = 25.0  # terms farther than sqrt(BAND n) from n d are below e^-50 (Hoeffding), far under 1e-18
 
+
+def _line_terms(p_loss: np.ndarray, delta: float, n: int
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(rows, k, P(K = k), each row's share of gains among discordant pairs): the terms P(K = k) > 1e-18 at
+    the points ``p_loss`` of the null line, K ~ Bin(n, d) with d = 2 p_l + delta, row by row in increasing k.
+    Computed only in a band of k around n d that holds every one of them (P(K = k) <= exp(-2 (k - n d)^2 /
+    n), below e^-50 outside it): at n = 1,000 a third of the n + 1 columns, each term the same bits."""
     p_gain = p_loss + delta
     discordant = np.clip(p_loss + p_gain, 1e-300, 1.0)
     share = np.clip(p_gain / discordant, 0.0, 1.0)
+    width = min(n + 1, 2 * math.ceil(math.sqrt(BAND * n)) + 5)
+    start = np.clip(np.round(n * discordant).astype(np.int64) - width // 2, 0, n + 1 - width)
+    k = start[:, None] + np.arange(width)[None, :]
     with np.errstate(divide="ignore"):
-        pk = np.exp(_log_binom_pmf(k[None, :].astype(float), n, discordant[:, None]))
-    rows, cols = np.nonzero(pk > 1e-18)
-    kk, cc, q = k[cols].astype(np.int64), cut[cols].astype(np.int64), share[rows]  # integer counts: scipy
-    if upper:  # P(G >= cut): 1 below 1, 0 past k                                  # warns on float ones
-        cond = np.where(cc <= 0, 1.0, 0.0)
-        inner = (cc > 0) & (cc <= kk)
-        cond[inner] = bdtrc(cc[inner] - 1, kk[inner], q[inner])
-    else:  # P(G <= cut)
-        cond = np.where(cc < 0, 0.0, 1.0)
-        inner = (cc >= 0) & (cc < kk)
-        cond[inner] = bdtr(cc[inner], kk[inner], q[inner])
-    out = np.bincount(rows, weights=pk[rows, cols] * cond, minlength=len(p_loss))
+        pk = np.exp(_log_binom_pmf(k.astype(float), n, discordant[:, None]))
+    rows, offset = np.nonzero(pk > 1e-18)
+    return rows, start[rows] + offset, pk[rows, offset], share
+
+
+def _conditional(cut: np.ndarray, k: np.ndarray, share: np.ndarray, upper: bool) -> np.ndarray:
+    """P(G >= cut | K = k) (``upper``: 1 below 1, 0 past k) or P(G <= cut | K = k), G ~ Bin(k, share), with
+    scipy.special's binomial tails only where the cut falls inside (integer counts: scipy warns on float
+    ones)."""
+    from scipy.special import bdtr, bdtrc
+
+    if upper:
+        cond = np.where(cut <= 0, 1.0, 0.0)
+        inner = (cut > 0) & (cut <= k)
+        cond[inner] = bdtrc(cut[inner] - 1, k[inner], share[inner])
+    else:
+        cond = np.where(cut < 0, 0.0, 1.0)
+        inner = (cut >= 0) & (cut < k)
+        cond[inner] = bdtr(cut[inner], k[inner], share[inner])
+    return cond
+
+
+def _tail(p_loss: np.ndarray, delta: float, n: int, k: np.ndarray, cut: np.ndarray, upper: bool) -> np.ndarray:
+    """P(T' >= t) at each p_l of the null line p_g = p_l + delta (vectorized over ``p_loss``; ``k`` is
+    0..n): the sum over k of P(K = k) P(G >= cut_k | K = k), over the terms ``_line_terms`` keeps (below
+    1e-18 a term cannot move the sum), with scipy.special's binomial tails (the ufuncs, without scipy.stats'
+    per-call checks: a report calls this thousands of times).  scipy is imported in the helpers, not at the
+    top: it costs seconds, and every command that imports the report's statistics (the dry run among them)
+    would pay them without testing anything."""
+    rows, cols, weights, share = _line_terms(p_loss, delta, n)
+    cond = _conditional(cut[cols].astype(np.int64), k[cols].astype(np.int64), share[rows], upper)
+    out = np.bincount(rows, weights=weights * cond, minlength=len(p_loss))
     return np.clip(out, 0.0, 1.0)
 
 
@@ -347,19 +370,9 @@ class _GridTails:
     in the same order as ``_tail``'s, so the same bits."""
 
     def __init__(self, points: np.ndarray, n: int, delta: float, upper: bool) -> None:
-        from scipy.special import bdtr, bdtrc
-
         self.points, self.upper = points, upper
-        self.tail_of = bdtrc if upper else bdtr
-        k = np.arange(n + 1)
-        p_gain = points + delta
-        discordant = np.clip(points + p_gain, 1e-300, 1.0)
-        share = np.clip(p_gain / discordant, 0.0, 1.0)
-        with np.errstate(divide="ignore"):
-            pk = np.exp(_log_binom_pmf(k[None, :].astype(float), n, discordant[:, None]))
-        self.rows, self.cols = np.nonzero(pk > 1e-18)
-        self.weights = pk[self.rows, self.cols]
-        self.kk, self.q = k[self.cols].astype(np.int64), share[self.rows]
+        self.rows, self.cols, self.weights, share = _line_terms(points, delta, n)
+        self.q = share[self.rows]
         self.cut = np.full(n + 1, -2, dtype=np.int64)  # no region yet: every term is computed the first time
         self.cond = np.zeros(len(self.rows))
 
@@ -367,16 +380,8 @@ class _GridTails:
         moved = np.nonzero(cut != self.cut)[0]
         if len(moved):
             changed = np.isin(self.cols, moved)
-            cc, kk, q = cut[self.cols[changed]].astype(np.int64), self.kk[changed], self.q[changed]
-            if self.upper:
-                cond = np.where(cc <= 0, 1.0, 0.0)
-                inner = (cc > 0) & (cc <= kk)
-                cond[inner] = self.tail_of(cc[inner] - 1, kk[inner], q[inner])
-            else:
-                cond = np.where(cc < 0, 0.0, 1.0)
-                inner = (cc >= 0) & (cc < kk)
-                cond[inner] = self.tail_of(cc[inner], kk[inner], q[inner])
-            self.cond[changed] = cond
+            self.cond[changed] = _conditional(cut[self.cols[changed]].astype(np.int64), self.cols[changed],
+                                              self.q[changed], self.upper)
             self.cut = cut.astype(np.int64).copy()
         out = np.bincount(self.rows, weights=self.weights * self.cond, minlength=len(self.points))
         return np.clip(out, 0.0, 1.0)
