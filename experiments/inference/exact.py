@@ -79,7 +79,7 @@ def _statistic(loss: np.ndarray, gain: np.ndarray, n: int, delta: float, upper: 
     return t
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=4)  # 8 MB at n = 1,000: a plan's dozens of n's keep their cuts, not their tables
 def _statistic_table(n: int, delta: float, upper: bool) -> np.ndarray:
     """T' of every outcome by anti-diagonal: row k (discordant pairs), column g (gains; k - g losses), NaN
     for g > k; oriented so that large is evidence against H0 ("<= delta" when ``upper``, ">= delta" otherwise)
