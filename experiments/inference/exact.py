@@ -40,6 +40,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -545,17 +546,23 @@ def _kept(kind: str, key: tuple, compute: Any) -> Any:
     everything else that changes the number (this module's version and grid, numpy's and scipy's versions):
     a report's second run and a plan over cells that share n read it back.  A folder that cannot be used
     only costs the time (the number is computed, not kept)."""
-    store = _store(str(_cache_dir()))
+    import sqlite3
+
+    store = _store(str(_cache_dir()), os.getpid())  # a forked worker opens its own connection
     name = json.dumps([kind, EXACT_VERSION, FINE, GRID, LOCAL_PEAKS, TIE, _libraries(), list(key)])
+    found = None
     if store is not None:
-        found = store.get(name)
-        if found is not None:
-            return json.loads(found) if kind == "bounds" else found
+        try:
+            found = store.get(name)
+        except (OSError, sqlite3.Error):  # a store gone bad: the number is computed
+            found = None
+    if found is not None:
+        return json.loads(found) if kind == "bounds" else found
     value = compute()
     if store is not None:
         try:
             store.set(name, json.dumps(list(value)) if kind == "bounds" else value)
-        except OSError:  # a full or read-only disk: the number stands, unkept
+        except (OSError, sqlite3.Error):  # a full or read-only disk: the number stands, unkept
             pass
     return value
 
@@ -567,7 +574,7 @@ def _cache_dir() -> Path:
 
 
 @functools.lru_cache(maxsize=8)
-def _store(directory: str) -> Any:
+def _store(directory: str, _process: int) -> Any:
     from core.caches import CacheError, open_store
 
     try:

@@ -10,6 +10,7 @@ a cache keyed without alpha, the difference or the side would hand one query ano
 from __future__ import annotations
 
 import functools
+import os
 
 import numpy as np
 import pytest
@@ -125,7 +126,7 @@ def test_what_is_kept_on_disk_is_read_back_by_its_own_key(fresh_cache):
         assert exact.exact_p(5, 2, n, delta, upper=upper) == p
     assert fresh_cache.is_dir()
     _forget_memory()  # an answer planted on disk is what the next process reads: the disk is read, not redone
-    store = exact._store(str(fresh_cache))
+    store = exact._store(str(fresh_cache), os.getpid())
     planted = [key for key in store.iterkeys() if '"bounds"' in key and ", 0.025]" in key]
     assert len(planted) == 1
     store.set(planted[0], "[-0.5, 0.5]")
