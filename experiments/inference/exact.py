@@ -356,6 +356,7 @@ def _crossings(loss: int, gain: int, n: int, alpha: float) -> tuple[float, float
     return crossing(True), crossing(False)
 
 
+@functools.lru_cache(maxsize=256)
 def rejection_cuts(n: int, delta: float, alpha: float, *, upper: bool = True) -> np.ndarray:
     """The region of the outcomes of n pairs that the exact test rejects at ``alpha``, as one cut per count k
     of discordant pairs: it rejects k - g losses and g gains exactly when g >= cut[k] (``upper``; g <= cut[k]
@@ -449,7 +450,6 @@ def _outcome_weights(by_k: np.ndarray, lo: float, hi: float, n: int, p_loss: np.
     return by_k[k, gain], np.exp(log)
 
 
-@functools.lru_cache(maxsize=256)
 def _region_cuts(n: int, delta: float, alpha: float, upper: bool) -> np.ndarray:
     """The cuts of the region T' >= t*, t* the smallest of the table's values whose region's supremum is at
     most alpha (the p-value falls as T' rises; bd70c94 bisected over all the values, about 20 suprema at
@@ -518,6 +518,7 @@ def _region_cuts(n: int, delta: float, alpha: float, upper: bool) -> np.ndarray:
     return _thresholds(by_k, float(values[hi]), upper)[1].astype(np.int64)
 
 
+@functools.lru_cache(maxsize=8)  # a simulation looks thousands of trials up in one table
 def rejection_table(n: int, delta: float, alpha: float, *, upper: bool = True) -> np.ndarray:
     """Boolean (loss, gain) table of the outcomes of n pairs that the exact test rejects at ``alpha``: what a
     simulation looks its verdicts up in (``rejection_cuts`` spread over the table)."""
