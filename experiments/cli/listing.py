@@ -184,6 +184,7 @@ def cache_folders() -> list[tuple[str, Path]]:
     from compressors.llmlingua_rankings import CACHE_NAME as RANKINGS
     from core.paths import cache_root, model_cache_root
     from experiments.data.catalog import data_dir
+    from experiments.inference.exact import CACHE_NAME as EXACT
     from experiments.run.sharding import default_shard_root
     from indexes.cache import CACHE_NAME as EMBEDDINGS
     from readers.cache import CACHE_NAME as GENERATIONS
@@ -191,7 +192,8 @@ def cache_folders() -> list[tuple[str, Path]]:
     root = cache_root()
     return [(GENERATIONS, root / GENERATIONS), (EMBEDDINGS, root / EMBEDDINGS), (RANKINGS, root / RANKINGS),
             (COMPRESSIONS, root / COMPRESSIONS), ("models", model_cache_root()),
-            ("data", data_dir()), ("shards", default_shard_root()), ("file hashes", root / "file_hashes")]
+            ("data", data_dir()), ("shards", default_shard_root()), ("file hashes", root / "file_hashes"),
+            (EXACT, root / EXACT)]
 
 
 def _entries(name: str, folder: Path) -> str:

@@ -7,7 +7,7 @@ worse than full by more than the margin" with the wanted power, with the test th
 
 - **0/1 scores, one question a document** (the exact test): the differences are a trinomial draw, so the
   power at n is computed exactly, summing the trinomial probabilities of the outcomes the exact test rejects
-  (``exact.rejection_table``).  What the pilot tells is the share of pairs that differ (the discordance); the
+  (``exact.rejection_cuts``).  What the pilot tells is the share of pairs that differ (the discordance); the
   plan takes it as observed (the power a plan states is the expected power, and it asks the n that gives
   it), and never less than the margin itself (the least favourable null loses the margin's share of
   answers: a pilot where nothing changed plans from that worst case).
@@ -97,15 +97,13 @@ def _planning_discordance(p: Pilot, margin: float, delta: float) -> float:
 def _binary_power(p: Pilot, margin: float, n: int, delta: float, alpha: float) -> float:
     discordant = _planning_discordance(p, margin, delta)
     p_loss = (discordant - delta) / 2
-    region = exact.rejection_table(n, -margin / 100, alpha)
-    loss, gain = np.nonzero(region)
-    if not len(loss):
-        return 0.0
     # the region is monotone (more gains never less significant), so with k discordant pairs it is "gains >=
-    # cut_k": the power is a sum over k, O(n), not the trinomial's O(n^2) cells one by one
-    cut = np.full(n + 1, n + 1)
-    np.minimum.at(cut, loss + gain, gain)
-    return float(exact.binary_tail(np.array([p_loss]), delta, n, np.arange(n + 1), cut, True)[0])
+    # cut_k": the power is a sum over k, O(n), not the trinomial's O(n^2) cells one by one; the cuts depend on
+    # (n, margin, alpha) only, so every cell and every candidate n of the same size shares them
+    cut = exact.rejection_cuts(n, -margin / 100, alpha)
+    if not np.any(cut <= n):
+        return 0.0
+    return float(exact.binary_tail(np.array([p_loss]), delta, n, cut)[0])
 
 
 def _planning_sums(p: Pilot, delta: float) -> np.ndarray:
