@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 from experiments.inference import betting
+from tests.support.betting_by_hand import fixed_n_stake
 
 
 def _stakes_by_hand(y, cap=betting.CAP, prior=betting.PRIOR_VARIANCE):
@@ -56,29 +57,13 @@ def test_six_agreeing_documents_bound_the_difference_near_the_limit():
         assert -0.475 <= found.lower <= -0.459 and 0.459 <= found.upper <= 0.475, (arm, found)
 
 
-def _fixed_n_stake_by_hand(y: np.ndarray, i: int, alpha: float) -> float:
-    """The module docstring's stake for step i, from y_1..y_{i-1} only, one loop at a time."""
-    n, past = len(y), y[:i]
-    m2 = (betting.PRIOR_VARIANCE + float(np.sum(past ** 2))) / (i + 1)
-    best_z, cap = -math.inf, None
-    for c in betting.FIXED_CAPS:
-        growth = [math.log1p(c * v) for v in past] + [math.log1p(c / 2), math.log1p(-c / 2)]
-        weights = [1.0] * len(past) + [0.5, 0.5]
-        m = sum(w * g for w, g in zip(weights, growth)) / (i + 1)
-        v = sum(w * g * g for w, g in zip(weights, growth)) / (i + 1) - m * m
-        z = (n * m - math.log(1 / alpha)) / math.sqrt(n * v)
-        if z > best_z:
-            best_z, cap = z, c
-    return min(cap, math.sqrt(2 * math.log(1 / alpha) / (n * m2)))
-
-
 def test_the_fixed_n_stakes_follow_the_docstring_bet_by_bet():
     rng = np.random.default_rng(6)
     alpha = 0.025
     for length in (1, 3, 30, 200):
         y = np.clip(rng.normal(0.05, 0.4, length), -1.0, None)
         y[rng.random(length) < 0.05] = -1.0
-        by_hand = [_fixed_n_stake_by_hand(y, i, alpha) for i in range(length)]
+        by_hand = [fixed_n_stake(y, i, alpha) for i in range(length)]
         np.testing.assert_allclose(betting.fixed_n_stakes(y, alpha), by_hand, rtol=1e-9)
 
 
