@@ -14,11 +14,12 @@ power of the clustered path against the cluster-robust z-test.
   from the documents' sums).
 
 - ``null``: the power settings' model at a true difference of -5 (every "not worse" is an error), fixed n.
-- ``limit``: the most power any valid test can have there (``power_limit``), which prices the target.
+- ``limit``: the most power any valid test can have there (``power_limit``), which prices the target;
+  ``n80``: that bound and the test's power around the n where each reaches 80%.
 - ``candidates``: the empirical Bentkus bound (Bentkus 2004; Kuchibhotla & Zheng 2021), valid, at three
   splits of alpha between the mean and the second moment, beside Bentkus with the variance known.
 
-Run: ``python benchmarks/sim_issue50.py [--trials N] [--only rare,power,null,limit,candidates]``.  Each rate is printed with its
+Run: ``python benchmarks/sim_issue50.py [--trials N] [--only rare,power,null,limit,n80,candidates]``.  Each rate is printed with its
 Monte Carlo standard error.
 """
 from __future__ import annotations
@@ -206,6 +207,26 @@ def part_limit(trials: int) -> None:
             print(f"| {disc:.0%} | {n} ({factor:g}x) | {power:.3f} | {theta:.2f} |", flush=True)
 
 
+N80 = {0.04: ((80, 86, 92), (110, 120, 130)), 0.10: ((130, 140, 150), (230, 245, 260)),
+       0.30: ((340, 355), (600, 630, 660))}  # (n for the limit, n for the test) around each 80% crossing
+
+
+def part_n80(trials: int) -> None:
+    """Where 80% power is reached: the bound on any valid test (``power_limit``) and the test now."""
+    print(f"\nn around 80% power ({trials} trials a test cell, 20,000 samples a limit cell)"
+          "\n| discordant | n (x the z-test's n) | what | power |\n| --- | --- | --- | --- |")
+    rng = np.random.default_rng(56)
+    for disc, (limit_ns, test_ns) in N80.items():
+        zn = _z_n(disc)
+        for n in limit_ns:
+            bound, _ = power_limit(document_law(disc), n, max(trials, 20000), rng)
+            print(f"| {disc:.0%} | {n} ({n / zn:.2f}x) | bound on any valid test | {bound:.3f} |", flush=True)
+        for n in test_ns:
+            draws = clustered_draws(rng, trials, n, disc)
+            power = (sim.betting_e(draws.sums, draws.sizes, -MARGIN / 100, bound=8.0) >= 1 / ALPHA).mean()
+            print(f"| {disc:.0%} | {n} ({n / zn:.2f}x) | fixed n, now | {power:.3f} |", flush=True)
+
+
 def _bentkus_rejects_one(total: float, n: int, second: float, high: float, level: float) -> bool:
     """Bentkus (2004): P(sum >= t) <= inf_h E(T - h)_+^2 / (t - h)^2, T a sum of n two-point laws on
     {-second / high, high} (mean 0, second moment ``second``); reject when that is <= ``level``."""
@@ -264,12 +285,12 @@ def _bentkus_known(x: np.ndarray, high: float, variance: float) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--trials", type=int, default=2000)
-    parser.add_argument("--only", default="rare,power,null,limit,candidates")
+    parser.add_argument("--only", default="rare,power,null,limit,n80,candidates")
     args = parser.parse_args()
     start = time.time()
     for part in args.only.split(","):
         {"rare": part_rare, "power": part_power, "null": part_null, "limit": part_limit,
-         "candidates": part_candidates}[part](args.trials)
+         "candidates": part_candidates, "n80": part_n80}[part](args.trials)
     print(f"\n{time.time() - start:.0f} s")
 
 
