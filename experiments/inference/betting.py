@@ -23,17 +23,16 @@ Each difference lies in [-r, r], so X_c >= -(r + delta) N with N the largest doc
   mean square of the past outcomes (one pseudo-observation of 1/4), clipped to [0, cap_i].  By
   log(1 + lambda y) ~ lambda y - lambda^2 y^2 / 2, the bet that clears log(1/alpha) with the smallest sum of
   outcomes: the test then needs sum(y) >= sqrt(2 log(1/alpha) sum(y^2)), against about 1.5x that for the
-  growth-optimal bet, which spends the first units learning.  The cap cap_i is one of ``FIXED_CAPS`` (0.8,
-  0.99), the one whose constant bet the past outcomes favour: the largest z = (n m(c) - log(1/alpha)) / sqrt(n v(c)),
-  with m(c) and v(c) the mean and variance of log(1 + c y) over the past outcomes and a pseudo-pair
-  y = +-1/2 (a normal approximation of the final log-wealth).  Where the outcomes are mostly small gains
-  (few changed answers) the tuned stake passes any cap and the largest cap, 0.99, grows fastest; where a
-  document can lose most of its questions the lower cap loses less on it (issue 50: at 4% discordance and
-  1.5x the z-test's n the power rises from 0.26 to 0.34, within 0.01 elsewhere; a third cap of 0.9 changed
-  nothing measurable).  Any predictable stake
-  keeps K a nonnegative supermartingale under H0, so the test stays valid whatever the choice; it is tuned
-  for n, not for stopping early (``sequence_log_wealth``, the sequential rule, keeps the growth-optimal
-  bet).
+  growth-optimal bet, which spends the first units learning.  The cap cap_i is one of ``FIXED_CAPS``
+  (0.8, 0.99): the one whose constant bet the past outcomes favour, by the largest
+  z = (n m(c) - log(1/alpha)) / sqrt(n v(c)), with m(c) and v(c) the mean and variance of log(1 + c y) over
+  the past outcomes and a pseudo-pair y = +-1/2 (a normal approximation of the final log-wealth).  Where
+  the outcomes are mostly small gains (few changed answers) the tuned stake passes any cap and the larger
+  cap grows fastest; where a document can lose most of its questions the lower cap loses less on it
+  (issue 50: at 4% discordance and 1.5x the z-test's n the power rises from 0.26 to 0.34, within 0.01
+  elsewhere; a third cap of 0.9 changed nothing measurable).  Any predictable stake keeps K a nonnegative
+  supermartingale under H0, so the test stays valid whatever the choice; it is tuned for n, not for
+  stopping early (``sequence_log_wealth``, the sequential rule, keeps the growth-optimal bet).
 - ``one_sided_e``: K_n, averaged over B seeded random orders of the units at fixed n (a mean of e-values is
   an e-value: the average removes the dependence of one bet sequence on the order, WSR sec. 6).
 - ``sequence_log_wealth``: log K_i along one order (the sampling order), for sequential looks.
@@ -47,8 +46,8 @@ from collections.abc import Callable
 import numpy as np
 
 CAP = 0.75  # the largest stake, as a share of 1/A: a loss of A costs at most 75% of the wealth
-FIXED_CAPS = (0.8, 0.99)  # the fixed-n test's caps, one chosen per step (docstring); 0.99: six agreeing
-# documents bound a difference to about +-47 points, the limit being +-46
+FIXED_CAPS = (0.8, 0.99)  # the fixed-n test's caps, one chosen per step (docstring); with 0.99 six agreeing
+# documents bound a difference to +-46.2 points, the limit being +-46.0
 PERMUTATIONS = 16  # random orders averaged at fixed n
 BLOCK = 2_000_000  # outcomes a fixed-n e-value computation holds at once (memory)
 PRIOR_VARIANCE = 0.25
