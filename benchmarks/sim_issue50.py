@@ -9,10 +9,17 @@ power of the clustered path against the cluster-robust z-test.
   a true difference of 0 (issue 50's table).  Each question's difference is its document's shared draw with
   probability sqrt(0.3), else its own (the same trinomial law): the correlation of two questions is 0.3.
   At the z-test's n for 80% power x 1, 1.5 and 2: the power of the fixed-n test with the stakes tuned to n
-  (the report's now), with the growth-optimal stakes (the report's before), of the sequential rule, and of
-  the cluster-robust z-test (its variance estimated from the documents' sums).
+  and the cap chosen per step (the report's now), with one cap of 0.9 and with the growth-optimal stakes
+  (the report's before), of the sequential rule, and of the cluster-robust z-test (its variance estimated
+  from the documents' sums).
 
-Run: ``python benchmarks/sim_issue50.py [--trials N] [--only rare,power]``.  Each rate is printed with its
+- ``null``: the power settings' model at a true difference of -5 (every "not worse" is an error), fixed n.
+- ``limit``: the most power any valid test can have there (``power_limit``), which prices the target;
+  ``n80``: that bound and the test's power around the n where each reaches 80%.
+- ``candidates``: the empirical Bentkus bound (Bentkus 2004; Kuchibhotla & Zheng 2021), valid, at three
+  splits of alpha between the mean and the second moment, beside Bentkus with the variance known.
+
+Run: ``python benchmarks/sim_issue50.py [--trials N] [--only rare,power,null,limit,n80,candidates]``.  Each rate is printed with its
 Monte Carlo standard error.
 """
 from __future__ import annotations
@@ -29,6 +36,7 @@ from scipy import stats
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from experiments.inference import betting  # noqa: E402
 from experiments.inference import simulation as sim  # noqa: E402
 from experiments.inference.results import ALPHA  # noqa: E402
 
@@ -68,10 +76,14 @@ def part_rare(trials: int) -> None:
 
 
 def clustered_draws(rng: np.random.Generator, trials: int, documents: int, discordant: float,
-                    size: int = 8, icc: float = 0.3) -> sim.Draws:
+                    size: int = 8, icc: float = 0.3, delta: float = 0.0) -> sim.Draws:
+    """Each question's difference: -1 with probability (discordant - delta) / 2, +1 with (discordant + delta) / 2
+    (``delta`` on the 0-1 scale), shared by its document with probability sqrt(icc)."""
+    lose = (discordant - delta) / 2
+
     def trinomial(shape: tuple[int, ...]) -> np.ndarray:
         u = rng.random(shape)
-        return np.where(u < discordant / 2, -1.0, np.where(u < discordant, 1.0, 0.0))
+        return np.where(u < lose, -1.0, np.where(u < discordant, 1.0, 0.0))
 
     shared = trinomial((trials, documents, 1))
     own = trinomial((trials, documents, size))
@@ -91,10 +103,22 @@ def _z_rejects(draws: sim.Draws) -> np.ndarray:
     return x.mean(axis=1) / (x.std(axis=1, ddof=1) / math.sqrt(n)) >= stats.norm.isf(ALPHA)
 
 
+def _one_cap_e(draws: sim.Draws, cap: float) -> np.ndarray:
+    """The fixed-n e-value with the tuned stake clipped at one cap for every step (issue 50's first pass: 0.9)."""
+    order = betting.orders(draws.sums.shape[1])
+    out = np.empty(len(draws.sums))
+    for start in range(0, len(out), sim.CHUNK):
+        block = slice(start, start + sim.CHUNK)
+        y = betting._normalised(draws.sums[block][:, order], draws.sizes[block][:, order], -MARGIN / 100,
+                                (-1.0, 1.0), 8.0, True)
+        out[block] = np.exp(np.log1p(betting.fixed_n_stakes(y, ALPHA, caps=(cap,)) * y).sum(axis=-1)).mean(axis=-1)
+    return out
+
+
 def part_power(trials: int) -> None:
     print(f"\npower at Δ = 0, 8-question documents, ICC 0.3, {trials} trials a cell (MC SE <= {_se(0.5, trials):.3f})")
-    print("| discordant | z-test n (80%) | n | z-test | fixed n, tuned (now) | fixed n, growth-optimal (before) "
-          "| sequential |\n| --- | --- | --- | --- | --- | --- | --- |")
+    print("| discordant | z-test n (80%) | n | z-test | fixed n, cap chosen per step (now) | fixed n, cap 0.9 (before) "
+          "| fixed n, growth-optimal (before that) | sequential |\n| --- | --- | --- | --- | --- | --- | --- | --- |")
     rng = np.random.default_rng(51)
     for disc in (0.04, 0.10, 0.30):
         zn = _z_n(disc)
@@ -103,20 +127,170 @@ def part_power(trials: int) -> None:
             draws = clustered_draws(rng, trials, n, disc)
             z = _z_rejects(draws).mean()
             now = (sim.betting_e(draws.sums, draws.sizes, -MARGIN / 100, bound=8.0) >= 1 / ALPHA).mean()
+            one_cap = (_one_cap_e(draws, 0.9) >= 1 / ALPHA).mean()
             before = (sim.betting_e(draws.sums, draws.sizes, -MARGIN / 100, bound=8.0, alpha=None) >= 1 / ALPHA).mean()
             seq = sim.sequential_not_worse(draws, MARGIN, list(range(1, n + 1)), bound=8.0).mean()
-            print(f"| {disc:.0%} | {zn} | {n} ({factor:g}x) | {z:.3f} | {now:.3f} | {before:.3f} | {seq:.3f} |",
-                  flush=True)
+            print(f"| {disc:.0%} | {zn} | {n} ({factor:g}x) | {z:.3f} | {now:.3f} | {one_cap:.3f} | {before:.3f} "
+                  f"| {seq:.3f} |", flush=True)
+
+
+def part_null(trials: int) -> None:
+    """The power settings' model at the null's edge (true Δ = -5: every "not worse" is an error), at the n of
+    the power table; 4% discordance cannot lose 5 points, so its row takes 5% (losses only)."""
+    print(f"\nclustered null (Δ = -5), 8-question documents, ICC 0.3, {trials} trials a row, fixed n with the "
+          f"stakes now\n| discordant | n | false 'not worse' | MC SE at 0.025 |\n| --- | --- | --- | --- |")
+    rng = np.random.default_rng(52)
+    for disc in (0.05, 0.10, 0.30):
+        for factor in (1.0, 1.5, 2.0):
+            n = int(round(_z_n(max(disc, 0.04)) * factor))
+            draws = clustered_draws(rng, trials, n, disc, delta=-MARGIN / 100)
+            rate = sim.betting_not_worse(draws, MARGIN, bound=8.0).mean()
+            print(f"| {disc:.0%} | {n} | {rate:.4f} | {_se(ALPHA, trials):.4f} |", flush=True)
+
+
+def document_law(discordant: float, size: int = 8, icc: float = 0.3) -> np.ndarray:
+    """P(a document's summed difference = s), s = -size..size, in ``clustered_draws``'s model at Δ = 0."""
+    shared = math.sqrt(icc)
+    tri = np.array([discordant / 2, 1 - discordant, discordant / 2])  # -1, 0, +1
+    law = np.zeros(2 * size + 1)
+    for value, p in enumerate(tri):
+        question = (1 - shared) * tri
+        question[value] += shared
+        dist = np.array([1.0])
+        for _ in range(size):
+            dist = np.convolve(dist, question)
+        law += p * dist
+    return law
+
+
+def power_limit(law: np.ndarray, n: int, trials: int, rng: np.random.Generator, size: int = 8) -> tuple[float, float]:
+    """An upper bound on the power of any valid test at n documents: the Neyman-Pearson power against the
+    alternative ``law`` of one null law at Δ = -margin, minimised over a family of nulls.  A null of the
+    family is the alternative tilted by exp(-theta x) (x = sum + margin x size, the shifted document sum),
+    mixed with a document that loses all its questions (x = -(1 - margin) size, the bound's end) at the
+    weight that puts the mean at 0: what the issue's rare-loss and shifted-mean worries are made of.  Any
+    valid test has size <= alpha under each such law, so its power at the alternative is at most each law's
+    NP power.  Simulated on ``trials`` samples of each (the NP test randomised on ties); returns (bound, theta)."""
+    x = np.arange(-size, size + 1) + MARGIN / 100 * size
+    best = (1.0, 0.0)
+    for theta in np.linspace(0.0, 1.5, 31):
+        tilted = law * np.exp(-theta * x)
+        tilted /= tilted.sum()
+        mean = float(tilted @ x)
+        if mean < 0:
+            break
+        weight = mean / (mean - x[0])
+        null = (1 - weight) * tilted
+        null[0] += weight
+        ratio = np.log(law) - np.log(null)
+        under_null = rng.multinomial(n, null, size=trials) @ ratio
+        under_alt = rng.multinomial(n, law, size=trials) @ ratio
+        cut = np.quantile(under_null, 1 - ALPHA)
+        ties = (under_null == cut).mean()
+        share = (ALPHA - (under_null > cut).mean()) / ties if ties > 0 else 0.0
+        power = (under_alt > cut).mean() + share * (under_alt == cut).mean()
+        if power < best[0]:
+            best = (float(power), float(theta))
+    return best
+
+
+def part_limit(trials: int) -> None:
+    trials = max(trials, 20000)
+    print(f"\nthe most power any valid test can have (NP bound over tilted + rare-loss nulls, {trials} samples "
+          f"each; MC SE <= {_se(0.5, trials):.3f})\n| discordant | n | bound on power | theta |\n| --- | --- | --- | --- |")
+    rng = np.random.default_rng(53)
+    for disc in (0.04, 0.10, 0.30):
+        zn = _z_n(disc)
+        for factor in (1.0, 1.5, 2.0):
+            n = int(round(zn * factor))
+            power, theta = power_limit(document_law(disc), n, trials, rng)
+            print(f"| {disc:.0%} | {n} ({factor:g}x) | {power:.3f} | {theta:.2f} |", flush=True)
+
+
+N80 = {0.04: ((80, 86, 92), (110, 120, 130)), 0.10: ((130, 140, 150), (230, 245, 260)),
+       0.30: ((340, 355), (600, 630, 660))}  # (n for the limit, n for the test) around each 80% crossing
+
+
+def part_n80(trials: int) -> None:
+    """Where 80% power is reached: the bound on any valid test (``power_limit``) and the test now."""
+    print(f"\nn around 80% power ({trials} trials a test cell, 20,000 samples a limit cell)"
+          "\n| discordant | n (x the z-test's n) | what | power |\n| --- | --- | --- | --- |")
+    rng = np.random.default_rng(56)
+    for disc, (limit_ns, test_ns) in N80.items():
+        zn = _z_n(disc)
+        for n in limit_ns:
+            bound, _ = power_limit(document_law(disc), n, max(trials, 20000), rng)
+            print(f"| {disc:.0%} | {n} ({n / zn:.2f}x) | bound on any valid test | {bound:.3f} |", flush=True)
+        for n in test_ns:
+            draws = clustered_draws(rng, trials, n, disc)
+            power = (sim.betting_e(draws.sums, draws.sizes, -MARGIN / 100, bound=8.0) >= 1 / ALPHA).mean()
+            print(f"| {disc:.0%} | {n} ({n / zn:.2f}x) | fixed n, now | {power:.3f} |", flush=True)
+
+
+def _bentkus_rejects_one(total: float, n: int, second: float, high: float, level: float) -> bool:
+    """Bentkus (2004): P(sum >= t) <= inf_h E(T - h)_+^2 / (t - h)^2, T a sum of n two-point laws on
+    {-second / high, high} (mean 0, second moment ``second``); reject when that is <= ``level``."""
+    if total <= 0:
+        return False
+    k = np.arange(n + 1)
+    down = second / high
+    values = (high + down) * k - n * down
+    pmf = stats.binom.pmf(k, n, second / (second + high * high))
+    h = np.linspace(values.min(), total, 400)[:-1]
+    tail = (np.clip(values[None, :] - h[:, None], 0, None) ** 2 * pmf).sum(axis=1) / (total - h) ** 2
+    return bool(tail.min() <= level)
+
+
+def bentkus_rejects(x: np.ndarray, low: float, high: float, share: float = 0.2) -> np.ndarray:
+    """The empirical Bentkus test of H0 "E x = 0" (x in [-low, high]; Bentkus 2004, Kuchibhotla & Zheng 2021),
+    at alpha split as alpha (1 - share) for the mean and alpha share for E x^2: the second moment's upper
+    bound from the binomial (KL) lower tail of x^2 / R, R = max(low, high)^2, then Bentkus's bound on sum(x)."""
+    n = x.shape[1]
+    bound = max(low, high) ** 2
+    seen = np.clip((x ** 2).mean(axis=1) / bound, 1e-15, 1 - 1e-15)
+    level = math.log(1 / (ALPHA * share))
+    lo, hi = seen.copy(), np.ones_like(seen)
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        q = np.clip(mid, 1e-15, 1 - 1e-15)
+        kl = seen * np.log(seen / q) + (1 - seen) * np.log((1 - seen) / (1 - q))
+        inside = n * kl <= level
+        lo, hi = np.where(inside, mid, lo), np.where(inside, hi, mid)
+    second = lo * bound
+    return np.array([_bentkus_rejects_one(t, n, v, high, ALPHA * (1 - share)) for t, v in zip(x.sum(axis=1), second)])
+
+
+def part_candidates(trials: int) -> None:
+    print(f"\ncandidates at 1.5x the z-test's n, Δ = 0 ({trials} trials a cell, MC SE <= {_se(0.5, trials):.3f})"
+          "\n| discordant | n | betting, cap per step (now) | empirical Bentkus (share 0.05 / 0.2 / 0.5) "
+          "| Bentkus, variance known (not valid) |\n| --- | --- | --- | --- | --- |")
+    rng = np.random.default_rng(54)
+    low, high = (1 - MARGIN / 100) * 8, (1 + MARGIN / 100) * 8
+    for disc in (0.04, 0.10, 0.30):
+        n = int(round(_z_n(disc) * 1.5))
+        draws = clustered_draws(rng, trials, n, disc)
+        x = draws.sums + MARGIN / 100 * draws.sizes
+        now = (sim.betting_e(draws.sums, draws.sizes, -MARGIN / 100, bound=8.0) >= 1 / ALPHA).mean()
+        split = " / ".join(f"{bentkus_rejects(x, low, high, share).mean():.3f}" for share in (0.05, 0.2, 0.5))
+        known = _bentkus_known(x, high, float(document_law(disc) @ (np.arange(-8, 9) ** 2)))
+        print(f"| {disc:.0%} | {n} | {now:.3f} | {split} | {known:.3f} |", flush=True)
+
+
+def _bentkus_known(x: np.ndarray, high: float, variance: float) -> float:
+    """Bentkus's test with the variance given (an oracle: the price of not knowing it is the gap to the
+    empirical one)."""
+    return float(np.mean([_bentkus_rejects_one(t, x.shape[1], variance, high, ALPHA) for t in x.sum(axis=1)]))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--trials", type=int, default=2000)
-    parser.add_argument("--only", default="rare,power")
+    parser.add_argument("--only", default="rare,power,null,limit,n80,candidates")
     args = parser.parse_args()
     start = time.time()
     for part in args.only.split(","):
-        {"rare": part_rare, "power": part_power}[part](args.trials)
+        {"rare": part_rare, "power": part_power, "null": part_null, "limit": part_limit,
+         "candidates": part_candidates, "n80": part_n80}[part](args.trials)
     print(f"\n{time.time() - start:.0f} s")
 
 
