@@ -2,10 +2,10 @@
 of 0/1 cells (each cell: its interval, its verdict at the margin and the p-values both print), and ``plan``'s
 work on the same cells (the n for 80% power at a true difference of 0).
 
-The old modules are read with ``git show 0362aec:<path>`` into temporary modules, so both run on the same
+The merge-base's modules are read with ``git show 0362aec:<path>`` into temporary modules, so both run on the same
 machine under the same load; the ratio is what to read (the machine here has 2 cores shared by many jobs).
 
-Run: ``python benchmarks/bench_exact.py [--cells 6] [--n 1000]`` (issue 50's target: 60 cells at n = 1,000 in
+Run: ``python benchmarks/bench_exact.py [--cells 6] [--n 1000]`` (the target: 60 cells at n = 1,000 in
 <= 60 s on 2 cores, ``plan`` over them in <= 2 min; the projection to 60 cells is printed).
 """
 from __future__ import annotations
@@ -55,7 +55,7 @@ def report_work(exact, cells, n: int, margin: float = 5.0, alpha: float = 0.025,
         if anchored:
             exact.exact_bounds(loss, gain, n, alpha, (0.0,))
             exact.exact_bounds(loss, gain, n, alpha, (shift, 0.0))
-        else:  # the old code: one search for the scores table, the same cached for the verdict
+        else:  # the merge-base's code: one search for the scores table, the same cached for the verdict
             exact.exact_bounds(loss, gain, n, alpha)
         for delta in (0.0, shift):
             for upper in (True, False):

@@ -1,15 +1,15 @@
-"""Issue 50's regimes, measured side by side: validity when rare long documents carry the losses, and the
+"""Two regimes of clustered questions, measured side by side: validity when rare long documents carry the losses, and the
 power of the clustered path against the cluster-robust z-test.
 
 - ``rare``: 40-question documents (1 in 100) lose every answer, the 1-2-question rest gain 20.6% of theirs, so
   the question-weighted difference is exactly -5 points (the margin): every "not worse" is an error.  The
-  betting test bounded by the sample's largest document (the old rule) beside the pool's (40), fixed n and
+  betting test bounded by the sample's largest document (valid only given the sizes drawn) beside the pool's (40), fixed n and
   sequential (a look at every document), 50-400 documents.
 - ``power``: 8-question documents, intra-document correlation 0.3 of the differences, discordance 4/10/30%,
-  a true difference of 0 (issue 50's table).  Each question's difference is its document's shared draw with
+  a true difference of 0.  Each question's difference is its document's shared draw with
   probability sqrt(0.3), else its own (the same trinomial law): the correlation of two questions is 0.3.
   At the z-test's n for 80% power x 1, 1.5 and 2: the power of the fixed-n test with the stakes tuned to n
-  (the report's now), with the growth-optimal stakes (the report's before), of the sequential rule, and of
+  (the report's), with the growth-optimal stakes, of the sequential rule, and of
   the cluster-robust z-test (its variance estimated from the documents' sums).
 
 Run: ``python benchmarks/sim_issue50.py [--trials N] [--only rare,power]``.  Each rate is printed with its
@@ -93,7 +93,7 @@ def _z_rejects(draws: sim.Draws) -> np.ndarray:
 
 def part_power(trials: int) -> None:
     print(f"\npower at Δ = 0, 8-question documents, ICC 0.3, {trials} trials a cell (MC SE <= {_se(0.5, trials):.3f})")
-    print("| discordant | z-test n (80%) | n | z-test | fixed n, tuned (now) | fixed n, growth-optimal (before) "
+    print("| discordant | z-test n (80%) | n | z-test | fixed n, tuned to n | fixed n, growth-optimal "
           "| sequential |\n| --- | --- | --- | --- | --- | --- | --- |")
     rng = np.random.default_rng(51)
     for disc in (0.04, 0.10, 0.30):
@@ -102,10 +102,10 @@ def part_power(trials: int) -> None:
             n = int(round(zn * factor))
             draws = clustered_draws(rng, trials, n, disc)
             z = _z_rejects(draws).mean()
-            now = (sim.betting_e(draws.sums, draws.sizes, -MARGIN / 100, bound=8.0) >= 1 / ALPHA).mean()
-            before = (sim.betting_e(draws.sums, draws.sizes, -MARGIN / 100, bound=8.0, alpha=None) >= 1 / ALPHA).mean()
+            tuned = (sim.betting_e(draws.sums, draws.sizes, -MARGIN / 100, bound=8.0) >= 1 / ALPHA).mean()
+            growth = (sim.betting_e(draws.sums, draws.sizes, -MARGIN / 100, bound=8.0, alpha=None) >= 1 / ALPHA).mean()
             seq = sim.sequential_not_worse(draws, MARGIN, list(range(1, n + 1)), bound=8.0).mean()
-            print(f"| {disc:.0%} | {zn} | {n} ({factor:g}x) | {z:.3f} | {now:.3f} | {before:.3f} | {seq:.3f} |",
+            print(f"| {disc:.0%} | {zn} | {n} ({factor:g}x) | {z:.3f} | {tuned:.3f} | {growth:.3f} | {seq:.3f} |",
                   flush=True)
 
 

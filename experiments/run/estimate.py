@@ -28,9 +28,10 @@ from core.errors import ExampleFailure
 from core.memory import no_cycle_collection
 from core.registry import ComponentSpec
 from experiments.data.records import Example, RecordKey, budget_row_label
-from experiments.run.config import RunConfig, TaskConfig
+from experiments.run.config import RunConfig
 from experiments.run.examples import load_task_examples, task_spec
 from experiments.run.grid import GridPoint, budget_support, canonical_json
+from experiments.run.sections import TaskConfig
 from experiments.run.worker import Worker, prompt_options
 from experiments.tasks.prompts import build_followup_request, build_request
 from indexes.types import Chunk, Chunker
@@ -353,5 +354,5 @@ def estimate_summary(plan: DryRun) -> list[str]:
     return lines
 
 
-__all__ = ["BOUND_SAMPLE", "EXACT_SAMPLE", "DryRun", "Estimate", "LongestFirst", "PlanRow", "calls_model", "estimate",
+__all__ = ["BOUND_SAMPLE", "EXACT_SAMPLE", "DryRun", "Estimate", "PlanRow", "calls_model", "estimate",
            "estimate_summary"]

@@ -5,8 +5,7 @@ costs seconds, not a model load: every task, metric, compressor, retriever and
 reader the grid names is resolved, and every parameter is checked by name and
 value (nested sections too; ``core.checks``).  ``--dry-run=exact``
 (:func:`dry_run`) builds everything, models included, and counts cache hits;
-the fast ``--dry-run``, which loads no model, is ``experiments.run.estimate``
-(its names are importable from here too, where callers found them first).
+the fast ``--dry-run``, which loads no model, is ``experiments.run.estimate``.
 """
 from __future__ import annotations
 
@@ -21,7 +20,7 @@ from core.progress import progress_bar
 from experiments.data.records import RecordKey
 from experiments.data.sources import DataError
 from experiments.run.config import RunConfig
-from experiments.run.estimate import DryRun, Estimate, LongestFirst, PlanRow, calls_model, estimate, estimate_summary
+from experiments.run.estimate import PlanRow
 from experiments.run.examples import task_spec
 from experiments.run.grid import GridPoint
 from experiments.run.worker import Worker, WorkUnit, prompt_options
@@ -156,5 +155,4 @@ def _dry_run(worker: Worker, done: set[RecordKey], bar: Any) -> list[PlannedPoin
     return rows
 
 
-__all__ = ["DryRun", "Estimate", "LongestFirst", "PlanRow", "PlannedPoint", "calls_model", "check_components",
-           "dry_run", "estimate", "estimate_summary", "pending_units"]
+__all__ = ["PlannedPoint", "check_components", "dry_run", "pending_units"]

@@ -9,7 +9,7 @@ from experiments.cli.app import app
 from experiments.data.store import RunDir
 from experiments.run.config import parse_config
 from experiments.run.driver import Runner
-from experiments.run.plan import estimate
+from experiments.run.estimate import estimate
 
 TASKS = [
     {"name": "nq_multidoc", "synthetic": {"kind": "multidoc_qa", "n": 5, "num_docs": 5, "words_per_doc": 60}},
