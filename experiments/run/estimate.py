@@ -202,7 +202,7 @@ def _estimate(point: GridPoint, task: TaskConfig, sizing: ReaderSizing, count: C
                 made.append((ex, _request(spec, Worker.compress(point, compressor, ex)[0], ex, options), 0))
             else:  # the whole context's prompt, its context replaced by what the compressor says it keeps
                 context = count(ex.context)
-                kept = _sizing(point, compressor, ex, context)
+                kept = kept_sizing(point, compressor, ex, context)
                 model_calls.update(kept.model_calls)
                 row.bound = row.bound or not kept.exact
                 why.append(kept.why)
@@ -245,7 +245,7 @@ def _remember(compressor: Compressor, rankings: dict[Any, list[Hit]], runs_here:
             setattr(compressor, name, RememberedChunker(value, rankings))
 
 
-def _sizing(point: GridPoint, compressor: Compressor | None, ex: Example, context: int) -> Sizing:
+def kept_sizing(point: GridPoint, compressor: Compressor | None, ex: Example, context: int) -> Sizing:
     """What the compressor says it keeps of ``ex`` without its model (``Compressor.sizing``), capped by a budget
     it guarantees; the whole context where it could not be built here."""
     budget = point.budget.for_context(context) if point.budget is not None else None
@@ -355,4 +355,4 @@ def estimate_summary(plan: DryRun) -> list[str]:
 
 
 __all__ = ["BOUND_SAMPLE", "EXACT_SAMPLE", "DryRun", "Estimate", "PlanRow", "calls_model", "estimate",
-           "estimate_summary"]
+           "estimate_summary", "kept_sizing"]

@@ -45,6 +45,7 @@ def test_the_fast_estimate_counts_what_the_run_reads_and_bounds_what_a_model_dec
         else:  # summaries: a bound, said so
             assert row.basis.startswith("bound") and row.compressor.startswith("summarize")
             assert row.prompt_tokens >= read[key] and row.summarizer_calls >= summaries[key] > 0
+            assert exact[key].summarizer_calls == row.summarizer_calls  # both count what the compressor's sizing names
     assert sum(r.exact for r in fast.values()) == 2 * 6
 
 
