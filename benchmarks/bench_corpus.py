@@ -412,9 +412,9 @@ def e2e(args) -> None:
 def real(args) -> None:
     """Real questions on vectors an encoder made, beside the synthetic vectors of the same size and dimension.
 
-    Each string is searched the way ``ctxcomp`` now searches it by default (its search plan, chosen at build
+    Each string is searched the way ``ctxcomp`` searches it by default (its search plan, chosen at build
     time on the corpus's own vectors as queries) and, for inverted files, with FAISS's own default (nprobe 1,
-    what ``ctxcomp`` did before). Queries/s are the index's alone (the query vectors encoded beforehand) and
+    a search plan's baseline). Queries/s are the index's alone (the query vectors encoded beforehand) and
     with the query encoder's measured time added, since a user's question has to be encoded too.
     """
     import faiss

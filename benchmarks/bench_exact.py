@@ -8,7 +8,7 @@ machine under the same load; the ratio is what to read (the machine here has 2 c
 Today's code runs twice: cold (a new disk cache under a temporary ``$CTXCOMP_CACHE_DIR``, nothing in memory:
 a report's first run) and warm (the memory caches emptied, the disk cache kept: the next process's run).
 
-Run: ``python benchmarks/bench_exact.py [--cells 6] [--n 1000] [--merge-base] [--now-only]``.  Issue 50's targets: 60 cells
+Run: ``python benchmarks/bench_exact.py [--cells 6] [--n 1000] [--merge-base] [--now-only]``.  The targets: 60 cells
 at n = 1,000 in <= 60 s on 2 cores, ``plan`` over them in <= 2 min; each time is projected to 60 cells and
 compared with its target.
 """

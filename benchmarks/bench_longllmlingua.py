@@ -6,8 +6,7 @@ the LM, every budget of the sweep (256/512/1,024/2,048) for each of its two read
 extractive reader's words), one compressor per (reader, budget) as the runner builds them.  Each example is
 compressed at every grid point twice:
 
-- ``alone``: ``use_cache=False``, llmlingua as it is (ranks the documents again on every call, as before the
-  ranking cache);
+- ``alone``: ``use_cache=False``, llmlingua as it is (ranks the documents again on every call);
 - ``cached``: ``use_cache=True`` with an empty cache folder, so the first grid point of each example scores the
   ranking and the other seven re-use it.
 

@@ -23,7 +23,7 @@
       first / middle / last), read through the project's own runner code with
       each ``--arms`` reader (BACKEND@BATCH): the slice's wall time, the
       greedy outputs' exact-match rate against float32 batch 1, and the
-      score difference with its paired 95% interval (experiments/report/stats.py).
+      score difference with its paired 95% interval (experiments/inference/paired.py).
       (The study reads SmolLM2 at batch 4: ``fp32@4`` is what it does today;
       ``fp32-padded@4`` is the reader before it prefilled batch prompts apart.)
       ``--summ N`` adds N gov_report_summ documents (256 new tokens each), where
@@ -314,7 +314,8 @@ def bench_agreement(arms: list[str], n_leval: int, n_litm: int, n_kv: int, threa
                     n_summ: int = 0) -> None:
     """Exact match and paired score difference of each arm against the first (float32, batch 1), a row per arm as
     soon as it is read."""
-    from experiments.report.stats import format_delta, paired_delta
+    from experiments.inference.paired import paired_delta
+    from experiments.inference.results import format_delta
 
     ref_preds, ref_s = read_slice(arms[0], n_leval, n_litm, n_kv, threads, n_summ)
     keys = sorted(ref_preds)

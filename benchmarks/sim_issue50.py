@@ -3,14 +3,14 @@ power of the clustered path against the cluster-robust z-test.
 
 - ``rare``: 40-question documents (1 in 100) lose every answer, the 1-2-question rest gain 20.6% of theirs, so
   the question-weighted difference is exactly -5 points (the margin): every "not worse" is an error.  The
-  betting test bounded by the sample's largest document (the old rule) beside the pool's (40), fixed n and
+  betting test bounded by the sample's largest document (valid only given the sizes drawn) beside the pool's (40), fixed n and
   sequential (a look at every document), 50-400 documents.
 - ``power``: 8-question documents, intra-document correlation 0.3 of the differences, discordance 4/10/30%,
-  a true difference of 0 (issue 50's table).  Each question's difference is its document's shared draw with
+  a true difference of 0.  Each question's difference is its document's shared draw with
   probability sqrt(0.3), else its own (the same trinomial law): the correlation of two questions is 0.3.
   At the z-test's n for 80% power x 1, 1.5 and 2: the power of the fixed-n test with the stakes tuned to n
-  and the cap chosen per step (the report's now), with one cap of 0.9 and with the growth-optimal stakes
-  (the report's before), of the sequential rule, and of the cluster-robust z-test (its variance estimated
+  and the cap chosen per step (the report's), with one cap of 0.9 and with the growth-optimal stakes,
+  of the sequential rule, and of the cluster-robust z-test (its variance estimated
   from the documents' sums).
 
 - ``null``: the power settings' model at a true difference of -5 (every "not worse" is an error), fixed n.
@@ -104,7 +104,7 @@ def _z_rejects(draws: sim.Draws) -> np.ndarray:
 
 
 def _one_cap_e(draws: sim.Draws, cap: float) -> np.ndarray:
-    """The fixed-n e-value with the tuned stake clipped at one cap for every step (issue 50's first pass: 0.9)."""
+    """The fixed-n e-value with the tuned stake clipped at one cap for every step (0.9: the rule the per-step choice replaces)."""
     order = betting.orders(draws.sums.shape[1])
     out = np.empty(len(draws.sums))
     for start in range(0, len(out), sim.CHUNK):
@@ -117,8 +117,8 @@ def _one_cap_e(draws: sim.Draws, cap: float) -> np.ndarray:
 
 def part_power(trials: int) -> None:
     print(f"\npower at Δ = 0, 8-question documents, ICC 0.3, {trials} trials a cell (MC SE <= {_se(0.5, trials):.3f})")
-    print("| discordant | z-test n (80%) | n | z-test | fixed n, cap chosen per step (now) | fixed n, cap 0.9 (before) "
-          "| fixed n, growth-optimal (before that) | sequential |\n| --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| discordant | z-test n (80%) | n | z-test | fixed n, cap chosen per step | fixed n, one cap of 0.9 "
+          "| fixed n, growth-optimal | sequential |\n| --- | --- | --- | --- | --- | --- | --- | --- |")
     rng = np.random.default_rng(51)
     for disc in (0.04, 0.10, 0.30):
         zn = _z_n(disc)

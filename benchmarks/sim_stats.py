@@ -1,4 +1,4 @@
-"""A hostile simulation battery for the verdicts (issue 35): where a test of "not worse" is weakest.
+"""A hostile simulation battery for the verdicts: where a test of "not worse" is weakest.
 
 Every row draws paired scores whose true mean difference is exactly -margin (the null's edge: every "not
 worse" is an error) and counts how often the report's test says "not worse"; the bound is alpha = 0.025.

@@ -8,9 +8,10 @@ from typing import Any, ClassVar, Literal, Protocol, Sequence
 
 from core.checks import Nested
 from core.errors import ExampleFailure, ParamError
+from core.style import class_colour
 from indexes.types import Passage
-from readers.base import Generation, Tokenizer
-from readers.truncation import TruncationPolicy, truncate_text
+from readers.base import Generation, Tokenizer, TruncationPolicy
+from readers.truncation import truncate_text
 
 # How a compressor takes a token budget (``Compressor.budget_support``): not at all; always within it (the
 # runner treats any overshoot as a bug); or aiming at it, the overshoot recorded per example (llmlingua).
@@ -186,12 +187,7 @@ class Compressor(ABC):
     def style(cls) -> tuple[str, str]:
         """(colour, marker) of this compressor's lines in every plot: its own ``color``, else a palette colour
         fixed by the class's import path (the same in every run, whatever the config calls it)."""
-        if cls.color:
-            return cls.color, cls.marker
-        import zlib
-
-        path = f"{cls.__module__}:{cls.__qualname__}"
-        return PALETTE[zlib.crc32(path.encode()) % len(PALETTE)], cls.marker
+        return cls.color or class_colour(cls, PALETTE), cls.marker
 
     @classmethod
     def resolved_params(cls, params: Mapping[str, Any]) -> dict[str, Any]:

@@ -46,7 +46,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import Field, PositiveInt
 
 from compressors.base import BudgetSupport, CompressedContext, Compressible, CompressionError, Compressor, ModelWork
-from compressors.llmlingua_rankings import (  # noqa: F401 (the ranking cache's names, importable from here too)
+from compressors.llmlingua_rankings import (
     CACHE_NAME,
     SCORER_PACKAGES,
     RankingCache,

@@ -43,6 +43,7 @@ Order = Literal["score", "document"]
 Unit = Literal["chunk", "passage", "auto"]
 DEFAULT_TOP_N = 3
 DEFAULT_CHUNK_SIZE = 500  # words, LongBench's BM25 setting
+DEFAULT_SEPARATOR = "\n\n"
 
 
 def split_context(chunker: Any, item: Compressible) -> list[Chunk]:
@@ -87,9 +88,15 @@ class RetrievalCompressor(Compressor):
 
     @classmethod
     def resolved_params(cls, params: Mapping[str, Any]) -> dict[str, Any]:
-        """An unset ``order`` means score order (``__init__`` decides it, for ``longbench_compat``'s check)."""
+        """The settings an instance uses, for whoever reads a point without building it (the report, a dry run),
+        and the one place ``__init__`` takes them from: an unset ``order`` is score order, an unset ``separator``
+        :data:`DEFAULT_SEPARATOR` (none in ``longbench_compat``), an unset ``chunk_size``
+        :data:`DEFAULT_CHUNK_SIZE`, and an unset ``top_n`` :data:`DEFAULT_TOP_N` unless a token budget sizes the
+        selection."""
         resolved = super().resolved_params(params)
-        return {**resolved, "order": resolved.get("order") or "score"}
+        unset = {"order": "score", "separator": "" if resolved.get("longbench_compat") else DEFAULT_SEPARATOR,
+                 "chunk_size": DEFAULT_CHUNK_SIZE, "top_n": DEFAULT_TOP_N if resolved.get("token_budget") is None else None}
+        return {**resolved, **{name: value for name, value in unset.items() if resolved.get(name) is None}}
 
     def __init__(
         self,
@@ -111,15 +118,16 @@ class RetrievalCompressor(Compressor):
                     "retrieval: longbench_compat fixes order='score' and separator=''; "
                     f"got order={order!r}, separator={separator!r}"
                 )
-            order, separator = "score", ""
-        self.top_n = top_n if top_n is not None or token_budget is not None else DEFAULT_TOP_N
+        settings = self.resolved_params({"chunk_size": chunk_size, "top_n": top_n, "token_budget": token_budget,
+                                         "order": order, "separator": separator, "longbench_compat": longbench_compat})
+        self.top_n: int | None = settings["top_n"]
         self.top_n_given = top_n
         self.token_budget = token_budget
-        self.order: str = order or "score"
-        self.separator = "\n\n" if separator is None else separator
+        self.order: str = settings["order"]
+        self.separator: str = settings["separator"]
         self.unit = unit
         self.chunk_size_given = chunk_size is not None
-        self.chunk_size = chunk_size if chunk_size is not None else DEFAULT_CHUNK_SIZE
+        self.chunk_size: int = settings["chunk_size"]
         self.longbench_compat = longbench_compat
 
         self._chunker_spec = ComponentSpec.parse(chunker, "retrieval: chunker")

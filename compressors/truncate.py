@@ -63,7 +63,7 @@ class TruncateCompressor(Compressor):
         limit = budget if budget is not None else self.max_tokens
         if limit is None:
             raise ParamError("truncate: give max_tokens, or a budget")
-        if budget is None:  # the fixed-size form, as it always was
+        if budget is None:  # the fixed-size form: ``max_tokens`` by the configured policy
             text, cut = truncate_text(item.context, self.tokenizer, limit, self.policy)  # type: ignore[arg-type]
         else:
             text, cut = self.fit(item.context, budget, self.policy)  # type: ignore[arg-type]

@@ -64,7 +64,7 @@ def default_nlist(n: int) -> int:
     """FAISS's guideline: about 4*sqrt(n) inverted lists, as a power of two, at least 1 and at most n/39.
 
     The one rule for every inverted file here: the corpus indexes (``ivf``, ``auto``) and the in-memory
-    ``indexes.vector.FaissIndex``, which once took sqrt(n) lists of its own."""
+    ``indexes.vector.FaissIndex``, so an index of the same size gets the same lists in both."""
     want = 4 * math.sqrt(max(n, 1))
     nlist = 1 << max(0, round(math.log2(want)))
     while nlist > 1 and nlist * 39 > n:

@@ -342,4 +342,4 @@ class OpenAICompatReader(Reader):
         return redact(text, self._key.reveal())
 
 
-__all__ = ["KNOWN_CONTEXT", "OpenAICompatReader", "known_context", "redact"]
+__all__ = ["KNOWN_CONTEXT", "OpenAICompatReader", "known_context"]

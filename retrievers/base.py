@@ -5,7 +5,12 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import ClassVar, Sequence
 
+from core.style import class_colour
 from indexes.types import Chunk
+
+# colours for retrievers whose class names none: tab20's that no built-in retriever or compressor takes, so a
+# plugin's line never wears a built-in's colour
+PLUGIN_PALETTE = ("#aec7e8", "#98df8a", "#f7b6d2", "#c7c7c7", "#dbdb8d", "#9edae5")
 
 
 @dataclass(frozen=True)
@@ -31,9 +36,17 @@ class Retriever(ABC):
     first; fewer when the index holds fewer chunks.  Never pads with -1.
     ``calls_model``: False for a retriever whose own code calls no model or API
     (BM25; a hybrid or rerank, whose stages decide), so a dry run may run it.
+    ``color``: the colour of a plot's line that names this retriever (:meth:`colour`).
     """
 
     calls_model: ClassVar[bool] = True
+    color: ClassVar[str | None] = None
+
+    @classmethod
+    def colour(cls) -> str:
+        """Its lines' colour in every plot: the class's own ``color`` (a subclass is another retriever, so it
+        does not inherit its parent's), else a :data:`PLUGIN_PALETTE` colour fixed by its import path."""
+        return vars(cls).get("color") or class_colour(cls, PLUGIN_PALETTE)
 
     @property
     def identity(self) -> str:

@@ -128,6 +128,8 @@ class BM25Retriever(Retriever):
     ``use_title=False`` indexes a chunk's text alone.
     """
 
+    color = "#1f77b4"
+
     calls_model = False
 
     def __init__(

@@ -27,7 +27,7 @@ def contriever_encoder(model: str, *, device: str = "auto", batch_size: int | No
     """A Hugging Face encoder with mean pooling; ``model`` is a hub id or a local path.
 
     Its cache id is the model name alone at the default ``max_length`` (a shorter one truncates long chunks
-    differently, so it is named), as it was before the encoder was assembled from sentence-transformers modules.
+    differently, so it is named), so embeddings cached under that name stay valid.
     ``batch_size=None``: 32 texts on a CPU (512-token passages), :data:`GPU_BATCH_FACTOR` times that on a GPU.
     """
     model_id = model if max_length == DEFAULT_MAX_LENGTH else f"{model}:max_length={max_length}"
@@ -39,6 +39,8 @@ def contriever_encoder(model: str, *, device: str = "auto", batch_size: int | No
 
 class ContrieverRetriever(DenseRetriever):
     """Dense retrieval with a Contriever-family model (default ``facebook/contriever``)."""
+
+    color = "#8c564b"
 
     default_model = "facebook/contriever"
 
@@ -63,10 +65,14 @@ class ContrieverRetriever(DenseRetriever):
 class ContrieverMSMarcoRetriever(ContrieverRetriever):
     """Contriever fine-tuned on MS MARCO (Lost in the Middle's distractor retriever)."""
 
+    color = "#c49c94"
+
     default_model = "facebook/contriever-msmarco"
 
 
 class MContrieverRetriever(ContrieverRetriever):
     """Multilingual Contriever, as LongBench's retrieval scripts use it."""
+
+    color = "#c5b0d5"
 
     default_model = "facebook/mcontriever"

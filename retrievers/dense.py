@@ -22,7 +22,7 @@ from core.progress import corpus_progress
 from indexes.cache import EmbeddingCache, shared_embedding_cache
 from indexes.types import Chunk
 from indexes.vector import FaissIndex
-from retrievers.base import Hit, Retriever, titled_text  # titled_text: its old home, still importable here
+from retrievers.base import Hit, Retriever, titled_text
 from retrievers.bm25 import top_k_indices
 from retrievers.contract import check_vectors
 

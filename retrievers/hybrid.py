@@ -39,6 +39,8 @@ class HybridRetriever(Retriever):
     fused score go to the chunk earlier in the corpus.
     """
 
+    color = "#17becf"
+
     nested = {"retrievers": Nested(RETRIEVERS, many=True)}
     calls_model = False  # its stages decide
 

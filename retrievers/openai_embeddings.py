@@ -106,6 +106,8 @@ class OpenAIEmbeddingEncoder:
 class OpenAIEmbeddingRetriever(DenseRetriever):
     """Dense retrieval with OpenAI (or compatible) embeddings; the key comes from ``api_key_env`` or ``api_key_file``."""
 
+    color = "#e377c2"
+
     def __init__(
         self,
         *,

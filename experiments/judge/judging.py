@@ -47,8 +47,7 @@ from core.progress import progress_bar
 from core.registry import ComponentSpec
 from experiments.data.records import Judgement, Prediction
 from experiments.data.store import RunDir
-from experiments.judge.protocols import (  # noqa: F401 (the protocols' names, importable from here too)
-    NO_EXAMPLES,
+from experiments.judge.protocols import (
     PROTOCOLS,
     Unparseable,
     _check_precision,
@@ -56,7 +55,6 @@ from experiments.judge.protocols import (  # noqa: F401 (the protocols' names, i
     _kind,
     _parse_precision,
     check_fields,
-    last_json_object,
     parse_keypoints,
     parse_scores,
     parse_verdict,
@@ -346,4 +344,4 @@ def judge_run(run_dir: str | Path, judge: Any, *, protocol: str = "pairwise", ag
     return stats
 
 
-__all__ = ["Judge", "JudgeStats", "Unparseable", "judge_run", "parse_keypoints", "parse_scores", "parse_verdict"]
+__all__ = ["Judge", "JudgeStats", "judge_run"]

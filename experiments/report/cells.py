@@ -19,16 +19,9 @@ from compressors.registry import is_reference
 from core.errors import UnknownComponentError, UserError
 from experiments.data.records import Failure, Prediction, RecordKey, Trace
 from experiments.data.store import RunDir
-from experiments.report.stats import (
-    MIN_PAIRS,
-    TOO_FEW,
-    MeanInterval,
-    NonInferiority,
-    PairedDelta,
-    mean_interval,
-    noninferiority_test,
-    paired_delta,
-)
+from experiments.inference.paired import mean_interval, paired_delta
+from experiments.inference.results import MIN_PAIRS, MeanInterval, PairedDelta
+from experiments.inference.verdicts import TOO_FEW, NonInferiority, noninferiority_test
 from experiments.scoring.registry import ItemScore, aggregate, length_bucket
 from experiments.tasks.specs import get_task
 

@@ -34,9 +34,10 @@ from typing import Any
 from core.errors import UserError
 from experiments.data.provenance import run_version_warnings
 from experiments.data.records import budget_text
+from experiments.inference.paired import paired_delta
+from experiments.inference.results import MIN_PAIRS, PairedDelta, format_delta
 from experiments.report.cells import Cell, RunData, cluster_keys, format_n, load_run, paired_vs
 from experiments.report.estimand import estimand_text, estimands
-from experiments.report.stats import MIN_PAIRS, PairedDelta, format_delta, paired_delta
 
 FIELDS = ("task", "reader", "compressor")
 Key = tuple[str, str, str]
@@ -159,9 +160,9 @@ def _difference_of_differences(a: RunData, b: RunData, ca: Cell, cb: Cell, fa: C
     d_a = [arm - full for full, arm in zip(score[0], score[1])]
     d_b = [arm - full for full, arm in zip(score[2], score[3])]
     clusters = cluster_keys(ids, *cells)  # questions on one document move together in every difference
-    # each run's change is a difference of scores in [0, 1], tested as one (its interval within [-100, +100]:
-    # as a change in [-1, 1] against 0 it was tested over [-2, 2] and could print [-200, +200]); the difference
-    # of the changes lies in [-2, 2], where the valid tests of experiments.inference take it
+    # each run's change is a difference of scores in [0, 1], tested as one (its interval within [-100, +100];
+    # a change in [-1, 1] tested against 0 as one sample is tested over [-2, 2] and can print [-200, +200]);
+    # the difference of the changes lies in [-2, 2], where the valid tests of experiments.inference take it
     return (paired_delta(score[0], score[1], clusters=clusters), paired_delta(score[2], score[3], clusters=clusters),
             paired_delta(d_a, d_b, clusters=clusters, bounded=(-1.0, 1.0)))
 

@@ -29,6 +29,9 @@ from typing import Any
 from core.files import write_atomic
 from core.paths import safe_name
 from experiments.data.records import Prediction
+from experiments.inference.paired import mean_interval, paired_delta
+from experiments.inference.results import format_delta, format_p
+from experiments.inference.verdicts import CANNOT_TELL, NOT_WORSE, WORSE, NonInferiority
 from experiments.report.cells import (
     RunData,
     Scores,
@@ -36,22 +39,10 @@ from experiments.report.cells import (
     item_scores,
     noninferiority_vs,
 )
-from experiments.report.stats import (
-    CANNOT_TELL,
-    NOT_WORSE,
-    WORSE,
-    NonInferiority,
-    format_delta,
-    format_p,
-    mean_interval,
-    paired_delta,
-)
 
 # the trade-off picture lived here before it joined the trade-off (``experiments.report.tradeoff``); its names are
 # still found here
-from experiments.report.tradeoff.analysis import tradeoff_analysis, tradeoff_tables
-from experiments.report.tradeoff.frontier import Panel, frontier_table, panels, pareto, write_tradeoff_plots
-from experiments.report.tradeoff.noninferiority import MARGIN, run_margin
+from experiments.report.tradeoff.noninferiority import run_margin
 
 CSV_COLUMNS = ("task", "retriever", "reader", "k", "recall", "recall_ci_lo", "recall_ci_hi", "accuracy", "ci_lo", "ci_hi", "n",
                "failed", "note", "vs_largest", "vs_largest_ci_lo", "vs_largest_ci_hi", "vs_largest_verdict", "saturation_k")
@@ -326,6 +317,5 @@ def write_curve(rows: Sequence[CurveRow], sat: Mapping[tuple[str, str], Saturati
     return paths
 
 
-__all__ = ["CSV_COLUMNS", "MARGIN", "CurveRow", "Panel", "Saturation", "curve_contrasts", "curve_plot_name", "curve_rows",
-           "curve_table", "frontier_table", "panels", "pareto", "run_margin", "saturation", "saturation_k",
-           "tradeoff_analysis", "tradeoff_tables", "write_curve", "write_tradeoff_plots"]
+__all__ = ["CSV_COLUMNS", "CurveRow", "Saturation", "curve_contrasts", "curve_plot_name", "curve_rows",
+           "curve_table", "saturation", "saturation_k", "write_curve"]

@@ -1,4 +1,4 @@
-"""Which mean a task's differences estimate, said wherever a verdict is printed (issue 50).
+"""Which mean a task's differences estimate, said wherever a verdict is printed.
 
 A paired difference is tested over documents: each document's summed differences against its questions, so
 the mean under test is the question-weighted mean of the questions read.  What that stands for depends on how

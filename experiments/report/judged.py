@@ -19,7 +19,7 @@ from pathlib import Path
 
 from experiments.data.records import Judgement
 from experiments.data.store import RunDir
-from experiments.report.stats import mean_interval
+from experiments.inference.paired import mean_interval
 
 
 @dataclass

@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 
+from experiments.inference.paired import mean_interval
+from experiments.inference.results import MIN_PAIRS, PairedDelta, format_delta
 from experiments.report.cells import Cell, Scores, Table, format_n, merged_scores, paired_vs
-from experiments.report.stats import MIN_PAIRS, PairedDelta, format_delta, mean_interval
 
 
 def _length_order(keys: Sequence[str]) -> list[str]:

@@ -8,11 +8,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from experiments.data.records import budget_text
+from experiments.inference.results import ALPHA, MIN_PAIRS
+from experiments.inference.verdicts import NOT_WORSE, WORSE
 from experiments.report.cells import Cell, RunData, Table
 from experiments.report.curve import curve_contrasts, curve_rows, saturation
 from experiments.report.estimand import estimand_text, estimands
 from experiments.report.lengths import length_tables, longbench_v2_table
-from experiments.report.stats import ALPHA, MIN_PAIRS, NOT_WORSE, WORSE
 from experiments.report.tables import breakdown_table, contrast_table, efficiency_table, position_contrasts, score_table
 from experiments.report.tradeoff.analysis import tradeoff_analysis
 from experiments.report.tradeoff.noninferiority import run_margin

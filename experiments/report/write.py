@@ -16,6 +16,7 @@ from typing import Any
 from core.errors import UserError
 from core.files import write_atomic
 from core.paths import safe_name
+from experiments.inference.paired import mean_interval
 from experiments.report.cells import Cell, RunData, load_run
 from experiments.report.curve import curve_table, write_curve
 from experiments.report.judged import judged_cells, judged_table
@@ -27,11 +28,8 @@ from experiments.report.plots import (
     plot_position,
     plot_score_by_length,
 )
-from experiments.report.stats import mean_interval
 from experiments.report.summary import (
     Analysis,
-    context_length_tables,
-    error_control_statement,
     report_tables,
     summary_lines,
 )
@@ -305,6 +303,5 @@ def _write_plots(run_dir: Path, cells: Sequence[Cell], data: RunData | None = No
     return [Path(p) for p in paths]
 
 
-__all__ = ["CURVE_NOTE", "NOTES", "SCORES_NOTE", "SCORES_NOTE_NO_FULL", "TITLES", "Analysis", "context_length_tables",
-           "error_control_statement", "render_markdown", "report_tables", "summary_lines", "with_analysis",
+__all__ = ["CURVE_NOTE", "NOTES", "SCORES_NOTE", "SCORES_NOTE_NO_FULL", "TITLES", "render_markdown", "with_analysis",
            "write_report", "write_scores"]

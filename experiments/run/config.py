@@ -27,29 +27,18 @@ from core.files import write_atomic
 from core.paths import safe_name
 from experiments.run.sections import (
     DEFAULT_MARGIN,
-    Budget,
-    ChunksConfig,
     ComponentConfig,
     CompressorConfig,
     ContrastConfig,
-    DistractorConfig,
-    OpenDomainConfig,
     PathText,
     Ratio,
-    RulerSource,
-    SweepConfig,
-    SyntheticSource,
     TaskConfig,
     _Strict,
     budget_points,
 )
 
-# the sections are importable from here too, as they were before they had their own module
-__all__ = [
-    "DEFAULT_MARGIN", "Budget", "ChunksConfig", "ComponentConfig", "CompressorConfig", "ConfigError", "ContrastConfig",
-    "DistractorConfig", "OpenDomainConfig", "RulerSource", "RunConfig", "SweepConfig", "SyntheticSource",
-    "TaskConfig", "ANALYSIS_ONLY", "EXECUTION", "Price", "apply_overrides", "budget_points", "dump_config", "load_config", "parse_config", "yaml_problem",
-]
+__all__ = ["ConfigError", "RunConfig", "ANALYSIS_ONLY", "EXECUTION", "Price", "apply_overrides", "dump_config",
+           "load_config", "parse_config", "yaml_problem"]
 
 
 def yaml_problem(path: Path, err: Exception) -> str:

@@ -28,9 +28,10 @@ from core.errors import ExampleFailure
 from core.memory import no_cycle_collection
 from core.registry import ComponentSpec
 from experiments.data.records import Example, RecordKey, budget_row_label
-from experiments.run.config import RunConfig, TaskConfig
+from experiments.run.config import RunConfig
 from experiments.run.examples import load_task_examples, task_spec
 from experiments.run.grid import GridPoint, budget_support, canonical_json
+from experiments.run.sections import TaskConfig
 from experiments.run.worker import Worker, prompt_options
 from experiments.tasks.prompts import build_followup_request, build_request
 from indexes.types import Chunk, Chunker
@@ -201,7 +202,7 @@ def _estimate(point: GridPoint, task: TaskConfig, sizing: ReaderSizing, count: C
                 made.append((ex, _request(spec, Worker.compress(point, compressor, ex)[0], ex, options), 0))
             else:  # the whole context's prompt, its context replaced by what the compressor says it keeps
                 context = count(ex.context)
-                kept = _sizing(point, compressor, ex, context)
+                kept = kept_sizing(point, compressor, ex, context)
                 model_calls.update(kept.model_calls)
                 row.bound = row.bound or not kept.exact
                 why.append(kept.why)
@@ -244,7 +245,7 @@ def _remember(compressor: Compressor, rankings: dict[Any, list[Hit]], runs_here:
             setattr(compressor, name, RememberedChunker(value, rankings))
 
 
-def _sizing(point: GridPoint, compressor: Compressor | None, ex: Example, context: int) -> Sizing:
+def kept_sizing(point: GridPoint, compressor: Compressor | None, ex: Example, context: int) -> Sizing:
     """What the compressor says it keeps of ``ex`` without its model (``Compressor.sizing``), capped by a budget
     it guarantees; the whole context where it could not be built here."""
     budget = point.budget.for_context(context) if point.budget is not None else None
@@ -353,5 +354,5 @@ def estimate_summary(plan: DryRun) -> list[str]:
     return lines
 
 
-__all__ = ["BOUND_SAMPLE", "EXACT_SAMPLE", "DryRun", "Estimate", "LongestFirst", "PlanRow", "calls_model", "estimate",
-           "estimate_summary"]
+__all__ = ["BOUND_SAMPLE", "EXACT_SAMPLE", "DryRun", "Estimate", "PlanRow", "calls_model", "estimate",
+           "estimate_summary", "kept_sizing"]

@@ -43,17 +43,17 @@ from typing import Any, Protocol
 
 from core.progress import progress_bar
 from experiments.data.records import Example
-from experiments.run.config import RunConfig, TaskConfig, parse_config
+from experiments.run.config import RunConfig, parse_config
 from experiments.run.grid import canonical_json
 from experiments.run.ray_pool import (
     FORWARDED_ENV,
-    RayExecutorError,
     WorkQueue,
     connect,
     import_ray,
     kill_actors,
     unwrap,
 )
+from experiments.run.sections import TaskConfig
 from experiments.run.worker import ProgressFn, StepFn, UnitResult, Worker, WorkUnit
 
 
@@ -276,4 +276,4 @@ class RayExecutor:
         self._owns_ray = False
 
 
-__all__ = ["Executor", "LocalExecutor", "make_executor", "RayExecutor", "RayExecutorError", "UnitActor"]
+__all__ = ["Executor", "LocalExecutor", "make_executor", "RayExecutor", "UnitActor"]

@@ -34,7 +34,8 @@ from pydantic import BaseModel, ConfigDict
 
 from core.checks import annotation_accepts
 from core.errors import UnknownComponentError
-from experiments.run.config import Budget, ComponentConfig, CompressorConfig, ConfigError, RunConfig, budget_points
+from experiments.run.config import ConfigError, RunConfig
+from experiments.run.sections import Budget, ComponentConfig, CompressorConfig, budget_points
 
 Axes = tuple[str, ...]  # "retriever.k1=2.0": the nested values one expanded section was given
 

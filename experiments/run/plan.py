@@ -5,8 +5,7 @@ costs seconds, not a model load: every task, metric, compressor, retriever and
 reader the grid names is resolved, and every parameter is checked by name and
 value (nested sections too; ``core.checks``).  ``--dry-run=exact``
 (:func:`dry_run`) builds everything, models included, and counts cache hits;
-the fast ``--dry-run``, which loads no model, is ``experiments.run.estimate``
-(its names are importable from here too, where callers found them first).
+the fast ``--dry-run``, which loads no model, is ``experiments.run.estimate``.
 """
 from __future__ import annotations
 
@@ -21,7 +20,7 @@ from core.progress import progress_bar
 from experiments.data.records import RecordKey
 from experiments.data.sources import DataError
 from experiments.run.config import RunConfig
-from experiments.run.estimate import DryRun, Estimate, LongestFirst, PlanRow, calls_model, estimate, estimate_summary
+from experiments.run.estimate import PlanRow, kept_sizing
 from experiments.run.examples import task_spec
 from experiments.run.grid import GridPoint
 from experiments.run.worker import Worker, WorkUnit, prompt_options
@@ -112,8 +111,8 @@ def dry_run(worker: Worker, done: set[RecordKey], *, progress: bool = True) -> l
     examples, which fills the embedding cache for the real run; a bar counts
     the examples and names the cell.  Where a compressor itself calls a model
     (summaries), prompts cannot be known in advance: calls and tokens are then
-    estimates (one summary call per chunk of ``chunk_size`` words, full-context
-    tokens as an upper bound).
+    estimates (the distinct model calls the compressor's ``sizing`` names, a summary
+    per chunk; full-context tokens as an upper bound).
     """
     with progress_bar(0, "dry run", enabled=progress) as bar:
         return _dry_run(worker, done, bar)
@@ -131,15 +130,17 @@ def _dry_run(worker: Worker, done: set[RecordKey], bar: Any) -> list[PlannedPoin
             spec, options = task_spec(task), prompt_options(task)
             exs = list(worker.examples(task).values())
             pending = [ex for ex in exs if (task.key, ex.id, point.config_hash) not in done]
-            hits, tokens, summaries = 0, 0, 0
+            hits, tokens = 0, 0
+            model_calls: set[Any] = set()  # what the compressor's own sizing names, each distinct call once
             encoded_before = compressor.encoded_texts()
             bar.total += len(pending)
             bar.set_description(f"dry run: {task.key} | {labels[0]} | {labels[1]}"[:70], refresh=False)
             for ex in pending:
                 bar.update(1)
                 if needs_model:
-                    tokens += reader.count_tokens(ex.context) + reader.count_tokens(ex.query)
-                    summaries += -(-reader.count_tokens(ex.context) // int(point.compressor.params.get("chunk_size", 500)))
+                    context = reader.count_tokens(ex.context)
+                    tokens += context + reader.count_tokens(ex.query)
+                    model_calls.update(kept_sizing(point, compressor, ex, context).model_calls)
                     continue
                 try:
                     request = build_request(spec, worker.compress(point, compressor, ex)[0], ex, options)
@@ -150,11 +151,10 @@ def _dry_run(worker: Worker, done: set[RecordKey], bar: Any) -> list[PlannedPoin
             rows.append(PlannedPoint(
                 task=task.key, compressor=labels[0], reader=labels[1], config_hash=point.config_hash,
                 examples=len(exs), pending=len(pending), reader_calls=len(pending) - hits, cache_hits=hits,
-                prompt_tokens=tokens, exact=not needs_model, summarizer_calls=summaries,
+                prompt_tokens=tokens, exact=not needs_model, summarizer_calls=len(model_calls),
                 texts_encoded=compressor.encoded_texts() - encoded_before,
             ))
     return rows
 
 
-__all__ = ["DryRun", "Estimate", "LongestFirst", "PlanRow", "PlannedPoint", "calls_model", "check_components",
-           "dry_run", "estimate", "estimate_summary", "pending_units"]
+__all__ = ["PlannedPoint", "check_components", "dry_run", "pending_units"]

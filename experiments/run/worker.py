@@ -31,9 +31,10 @@ from compressors.registry import make_compressor
 from core.caches import LEDGER, CacheUse
 from core.errors import ExampleFailure, UserError
 from experiments.data.records import Example, Failure, Prediction, Trace, budget_row_label
-from experiments.run.config import RunConfig, TaskConfig
+from experiments.run.config import RunConfig
 from experiments.run.examples import load_task_examples, task_spec
 from experiments.run.grid import GridPoint, canonical_json, expand_grid
+from experiments.run.sections import TaskConfig
 from experiments.scoring.registry import score_item
 from experiments.tasks.prompts import PromptOptions, build_followup_request, build_request
 from experiments.tasks.specs import TaskSpec

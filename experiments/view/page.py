@@ -102,7 +102,8 @@ def _plots(data: RunData, analysis: Any, plot_paths: Sequence[Path] | None) -> l
 def overview(data: RunData, plot_paths: Sequence[Path] | None, against: RunData | None) -> dict[str, Any]:
     """Tables (as report.md has them), plots, failures by reason and the run's manifest files."""
     from experiments.report.judged import judged_cells, judged_table
-    from experiments.report.write import TITLES, report_tables
+    from experiments.report.summary import report_tables
+    from experiments.report.write import TITLES
 
     analysis = report_tables(data)
     tables, contrast_notes, curve = analysis.tables, analysis.contrast_notes, analysis.curve
@@ -131,7 +132,7 @@ def overview(data: RunData, plot_paths: Sequence[Path] | None, against: RunData 
         header, body, notes = compare_runs(data.run_dir, against.run_dir)
         out_tables.append({"name": "compare", "title": f"Against {against.run_dir.name} (B - A)", "header": header,
                            "body": body, "notes": notes})
-    from experiments.report.write import summary_lines
+    from experiments.report.summary import summary_lines
 
     return {"tables": out_tables, "plots": _plots(data, analysis, plot_paths), "manifest": run_files(data.run_dir),
             "summary": summary_lines(data, analysis)}

@@ -160,3 +160,17 @@ def test_long_passages_are_chunked_and_every_piece_keeps_its_title(make_item):
     assert kept.title == "Zephyr station" and "4417" in kept.text and len(kept.text.split()) <= 40
     assert out.kept_chunks[0].startswith("p1#") and out.kept_chunks[0] != "p1#0"
     assert out.text.startswith("Zephyr station\n")
+
+
+SETTINGS = ("chunk_size", "top_n", "token_budget", "order", "separator", "unit", "longbench_compat")
+
+
+@pytest.mark.parametrize("params", [{}, {"chunk_size": 200}, {"top_n": 7}, {"token_budget": 300},
+                                    {"token_budget": 300, "top_n": 2}, {"order": "document", "separator": " | "},
+                                    {"longbench_compat": True}])
+def test_the_settings_read_without_building_are_the_ones_an_instance_uses(params):
+    """One source for the chunking defaults: the report and the dry run read a point's settings from the class
+    (``resolved_params``) without building it; they must be what the compressor built from them does."""
+    built = RetrievalCompressor(**params)
+    resolved = RetrievalCompressor.resolved_params(params)
+    assert {name: resolved[name] for name in SETTINGS} == {name: getattr(built, name) for name in SETTINGS}

@@ -5,8 +5,9 @@ from typing import Sequence
 
 import pytest
 
+from compressors.base import CompressionError
 from compressors.registry import make_compressor
-from compressors.summarize import CompressionError, SummarizeCompressor
+from compressors.summarize import SummarizeCompressor
 from core.errors import ParamError
 from readers.base import Generation, GenerationRequest, Reader
 from readers.cache import CachedReader

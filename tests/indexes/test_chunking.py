@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from core.errors import UnknownComponentError
-from indexes.chunking import count_words, make_chunker, passages_to_chunks
+from core.text import count_words
+from indexes.chunking import make_chunker, passages_to_chunks
 from indexes.types import Passage
 
 TEXT = (

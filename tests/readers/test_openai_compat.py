@@ -7,10 +7,10 @@ import time
 import pytest
 
 from core.errors import ParamError
-from core.openai_client import ServerRefused
+from core.openai_client import ServerRefused, redact
 from core.retry import parse_retry_after
 from readers.base import GenerationRequest
-from readers.openai_compat import OpenAICompatReader, redact
+from readers.openai_compat import OpenAICompatReader
 from testkit.fake_openai import FakeOpenAIServer
 
 KEY = "sk-test-Zq9v8Xw7Yt6Rs5Pq4Lm3"

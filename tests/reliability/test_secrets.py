@@ -166,7 +166,8 @@ def test_a_key_pasted_into_the_config_is_refused_and_never_copied(tmp_path, rel,
 
 
 def test_reader_errors_and_repr_redact_the_key(key, monkeypatch):
-    from readers.openai_compat import OpenAICompatReader, redact
+    from core.openai_client import redact
+    from readers.openai_compat import OpenAICompatReader
 
     monkeypatch.setenv("OPENAI_API_KEY", key)
     with EchoHeadersServer(401) as echo:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from experiments.report.plots.curves import (
     ORDER_STYLES,
-    RETRIEVER_COLOURS,
     line_style,
     plot_curve,
     plot_tradeoff,
@@ -17,7 +16,7 @@ from experiments.report.plots.curves import (
 from experiments.report.plots.figure import COLUMN_IN, PAGE_IN, arm_styles, cjk_family, compressor_style
 from experiments.report.plots.scores import plot_delta_forest, plot_length_buckets, plot_position, plot_score_by_length
 
-__all__ = ["COLUMN_IN", "ORDER_STYLES", "PAGE_IN", "RETRIEVER_COLOURS", "arm_styles", "cjk_family", "compressor_style",
+__all__ = ["COLUMN_IN", "ORDER_STYLES", "PAGE_IN", "arm_styles", "cjk_family", "compressor_style",
            "line_style",
            "plot_curve", "plot_delta_forest", "plot_length_buckets", "plot_position", "plot_score_by_length",
            "plot_tradeoff"]

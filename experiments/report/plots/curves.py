@@ -2,12 +2,13 @@
 and the trade-off (score against the context tokens the reader saw, a line per compressor)."""
 from __future__ import annotations
 
-import zlib
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from compressors.base import PALETTE
+from core.style import fixed_colour
 from experiments.report.plots.figure import COLUMN_IN, PAGE_IN, compressor_style, fit, paper_style, pyplot, save
+from retrievers.base import PLUGIN_PALETTE
+from retrievers.registry import RETRIEVERS
 
 
 def plot_curve(rows: Iterable[Any], path: str | Path, *, saturation: Mapping[str, int] | None = None,
@@ -74,22 +75,26 @@ def tick_labels(ks: Sequence[int], *, ratio: float = 1.3) -> list[str]:
 
 
 # A line's colour and marker come from its compressor's class (``Compressor.style``), a line that names a retriever
-# takes its retriever's colour and its order's line style, never a config hash: a line looks the same in every run
-# and every figure, a plugin's as a built-in's.
-RETRIEVER_COLOURS = {"bm25": "#1f77b4", "minilm": "#ff7f0e", "contriever": "#8c564b", "mcontriever": "#8c564b",
-                     "contriever-msmarco": "#c49c94", "openai": "#e377c2", "hybrid": "#17becf", "rerank": "#bcbd22"}
-
+# takes its retriever's class colour (``Retriever.colour``) and its order's line style, never a config hash: a line
+# looks the same in every run and every figure, a plugin's as a built-in's.
 ORDER_STYLES = {"score": "-", "document": "--"}
 
 
 def line_style(kind: str, retriever: str = "", order: str = "") -> tuple[str, str, str]:
     """(colour, marker, line style) of a compressor line: its compressor's colour and marker, the colour of the
-    retriever it names if it names one (a name not in the table gets a colour fixed by its letters), and the
-    line style of its order."""
+    retriever it names if it names one, and the line style of its order."""
     colour, marker = compressor_style(kind)
-    if retriever:
-        colour = RETRIEVER_COLOURS.get(retriever, PALETTE[zlib.crc32(retriever.encode()) % len(PALETTE)])
-    return colour, marker, ORDER_STYLES.get(order, "-")
+    return (retriever_colour(retriever) if retriever else colour), marker, ORDER_STYLES.get(order, "-")
+
+
+def retriever_colour(name: str) -> str:
+    """The colour of the retriever a config names (a short name or an import path): its class's; a plugin that
+    cannot be imported on this machine gets a plugin colour fixed by the name, so its report still draws."""
+    try:
+        cls = RETRIEVERS.get(name)
+    except Exception:  # noqa: BLE001 - a plugin that fails to import: the plot goes on without its class
+        return fixed_colour(name, PLUGIN_PALETTE)
+    return cls.colour()
 
 
 def plot_tradeoff(panels: Sequence[Any], path: str | Path, *, title: str = "", margin: float | None = None) -> list[Path]:

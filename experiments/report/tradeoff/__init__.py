@@ -22,7 +22,7 @@ reader saw of it (after its own truncation).  From the prediction lines alone:
 
 ``points`` holds the arms they all read, ``analysis`` gathers the tables.
 Every difference is paired on the example with its 95% interval and n
-(``experiments.report.stats``); docs/metrics.md explains each test.
+(``experiments.inference.paired``); docs/metrics.md explains each test.
 """
 from __future__ import annotations
 

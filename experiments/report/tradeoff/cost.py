@@ -6,8 +6,8 @@ import statistics
 from collections.abc import Collection, Sequence
 
 from experiments.data.records import budget_text
+from experiments.inference.results import MIN_PAIRS, PairedDelta, format_delta
 from experiments.report.cells import Cell, Table, format_n
-from experiments.report.stats import MIN_PAIRS, PairedDelta, format_delta
 from experiments.report.tradeoff.points import Arm, budget_lines, full_arms, paired_arms
 
 

@@ -12,8 +12,8 @@ from typing import Any
 
 from core.paths import safe_name
 from experiments.data.records import budget_text
+from experiments.inference.results import MIN_PAIRS, PairedDelta
 from experiments.report.cells import RunData, Table, merged_scores, paired_vs, scores_interval
-from experiments.report.stats import MIN_PAIRS, PairedDelta
 from experiments.report.tables import paired_over_tasks
 from experiments.report.tradeoff.noninferiority import run_margin
 from experiments.report.tradeoff.points import Arm, Items, arms, floor_or_ceiling, full_arms, paired_arms

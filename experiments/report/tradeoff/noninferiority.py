@@ -10,8 +10,9 @@ from typing import Any
 import numpy as np
 
 from experiments.data.records import budget_text
+from experiments.inference.results import ALPHA
+from experiments.inference.verdicts import NOT_WORSE, NonInferiority, holm
 from experiments.report.cells import RunData, Table, format_n, noninferiority_vs
-from experiments.report.stats import ALPHA, NOT_WORSE, NonInferiority, holm
 from experiments.report.tradeoff.points import Arm, Items, compared
 
 MARGIN = 5.0  # points, when a run's manifest names none (experiments.run.sections.DEFAULT_MARGIN; report/ cannot import run/)

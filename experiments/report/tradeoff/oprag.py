@@ -7,8 +7,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from experiments.data.records import budget_text
+from experiments.inference.results import MIN_PAIRS, format_delta, format_p
 from experiments.report.cells import Table, format_n, scores_interval
-from experiments.report.stats import MIN_PAIRS, format_delta, format_p
 from experiments.report.tables import paired_over_tasks
 from experiments.report.tradeoff.points import Arm, Items, budget_lines, paired_arms
 

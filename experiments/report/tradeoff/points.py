@@ -10,8 +10,9 @@ from typing import Any
 
 from compressors.registry import compressor_class
 from experiments.data.records import BUDGET_MARK, Prediction, budget_text
+from experiments.inference.results import PairedDelta
+from experiments.inference.verdicts import at_edge
 from experiments.report.cells import Cell, RunData, paired_vs
-from experiments.report.stats import PairedDelta, at_edge
 
 Items = dict[tuple[str, str], dict[str, float]]
 

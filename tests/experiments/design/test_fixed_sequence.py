@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from experiments.report.stats import NOT_WORSE, noninferiority_test
+from experiments.inference.verdicts import NOT_WORSE, noninferiority_test
 from experiments.report.tradeoff import fixed_sequence
 
 MARGIN, N, TRIALS = 10.0, 60, 400

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from experiments.design.grow import Limits, grow, largest_documents, summary
-from experiments.design.sequential import FUTILE, decide_in_looks, futility, look
+from experiments.inference.sequential import FUTILE, decide_in_looks, futility, look
 from experiments.run.config import parse_config
 
 LOOKS = [4, 8, 12, 16]

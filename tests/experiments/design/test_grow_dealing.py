@@ -11,9 +11,9 @@ import pytest
 from experiments.data.records import Example
 from experiments.data.sampling import draw_sample
 from experiments.design.grow import entered, grown_sample, next_size
-from experiments.design.sequential import look
 from experiments.inference import betting
 from experiments.inference.results import ALPHA, MIN_CLUSTERS
+from experiments.inference.sequential import look
 
 DOCUMENTS, PER_DOCUMENT, MARGIN = 200, 2, 5.0
 

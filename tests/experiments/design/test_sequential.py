@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from experiments.design.grow import CostLimit, Limits, grow, load_state
-from experiments.design.sequential import decide_in_looks, look, simulate_not_worse
 from experiments.inference import betting
+from experiments.inference.sequential import decide_in_looks, look, simulate_not_worse
 from experiments.run.config import parse_config
 
 

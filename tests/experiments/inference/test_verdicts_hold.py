@@ -10,9 +10,10 @@ import math
 import numpy as np
 import pytest
 
-from experiments.design.sequential import decide_in_looks
 from experiments.inference import simulation as sim
-from experiments.report.stats import NOT_WORSE, WORSE, noninferiority_test, paired_delta
+from experiments.inference.paired import paired_delta
+from experiments.inference.sequential import decide_in_looks
+from experiments.inference.verdicts import NOT_WORSE, WORSE, noninferiority_test
 
 ALPHA = 0.025
 

@@ -10,10 +10,10 @@ import pytest
 
 from experiments.data.store import write_jsonl
 from experiments.data.synthetic import make_multidoc_qa
+from experiments.inference.verdicts import CANNOT_TELL, NOT_WORSE
 from experiments.protocols.litm import litm_qa_record
 from experiments.report.cells import Scores, load_run
 from experiments.report.curve import curve_rows, saturation, saturation_k
-from experiments.report.stats import CANNOT_TELL, NOT_WORSE
 from experiments.run.config import parse_config
 from experiments.run.driver import Runner
 from readers.base import Generation, GenerationRequest, Reader

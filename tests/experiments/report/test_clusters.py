@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 from experiments.data.records import Prediction
+from experiments.inference.paired import mean_interval, paired_delta
+from experiments.inference.verdicts import noninferiority_test
 from experiments.report.cells import compute_cells, item_scores, paired_vs
-from experiments.report.stats import mean_interval, noninferiority_test, paired_delta
 
 
 def _clustered(rng, documents, per_document, rho, scale=0.3, mean=0.0):

@@ -86,7 +86,7 @@ def test_compare_pairs_over_documents_where_questions_share_them(tmp_path):
     paired deltas, and n says how many documents they rest on."""
     import numpy as np
 
-    from experiments.report.stats import paired_delta
+    from experiments.inference.paired import paired_delta
 
     rng = np.random.default_rng(4)
     ids = [f"q{i:02d}" for i in range(24)]
@@ -107,7 +107,7 @@ def test_no_interval_compare_prints_passes_what_its_quantity_can_attain(tmp_path
     nothing and is said so ("no bound at this n") instead of printed."""
     import re
 
-    from experiments.report.stats import paired_delta
+    from experiments.inference.paired import paired_delta
 
     ids = [f"q{i}" for i in range(6)]
     scores = {"fa": [0.5, 0.2, 0.9, 0.4, 0.7, 0.1], "ca": [0.6, 0.2, 0.3, 0.4, 0.9, 0.1],

@@ -11,8 +11,8 @@ import re
 from typer.testing import CliRunner
 
 from experiments.cli.app import app
+from experiments.inference.verdicts import NOT_WORSE, NonInferiority
 from experiments.report.curve import CurveRow, Saturation, _vs_best, curve_table, saturation_k
-from experiments.report.stats import NOT_WORSE, NonInferiority
 
 
 def test_verdicts_compare_with_the_largest_k_not_with_full():

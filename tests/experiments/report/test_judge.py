@@ -8,7 +8,8 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from experiments.judge.judging import judge_run, parse_keypoints, parse_scores, parse_verdict
+from experiments.judge.judging import judge_run
+from experiments.judge.protocols import parse_keypoints, parse_scores, parse_verdict
 from experiments.report.judged import judged_cells
 from experiments.run.config import parse_config
 from experiments.run.driver import Runner

@@ -6,9 +6,9 @@ import pytest
 
 from experiments.data.records import Failure, Prediction
 from experiments.data.store import RunDir
+from experiments.inference.paired import paired_delta
 from experiments.report.cells import compute_cells
 from experiments.report.compare import compare_runs
-from experiments.report.stats import paired_delta
 from experiments.report.tables import efficiency_table, score_table
 from experiments.report.write import write_report
 from experiments.scoring import length_bucket
@@ -64,7 +64,7 @@ def test_paired_interval_agrees_with_scipy_bootstrap_and_an_exact_sign_flip_test
 
 
 def test_at_small_n_the_interval_and_its_p_value_say_the_same():
-    from experiments.report.stats import format_delta, format_p
+    from experiments.inference.results import format_delta, format_p
 
     # 4 of 16 questions right at the last position and wrong in the middle, none the other way (a LITM sweep):
     # the percentile bootstrap used to exclude 0 here (a `*`) beside a p of 0.125; now the interval is the

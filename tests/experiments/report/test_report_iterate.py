@@ -86,7 +86,7 @@ def test_labels_read_lt_eq_in_the_terminal_and_report_md_and_stay_escaped_in_the
 
 def test_the_tradeoff_plot_names_every_band_and_draws_the_margin(run):
     from experiments.report.cells import load_run
-    from experiments.report.curve import write_tradeoff_plots
+    from experiments.report.tradeoff.frontier import write_tradeoff_plots
     from experiments.report.write import with_analysis
 
     (png, svg) = write_tradeoff_plots(with_analysis(load_run(run), margin=7.5), run / "plots")

@@ -92,7 +92,7 @@ def test_noninferiority_at_either_side_of_the_exact_limit_keeps_its_level(n):
     the normal tail of the z-test (both are valid, the z-test is not), and both sides agree on the verdict
     when the evidence is strong."""
     from experiments.inference.paired import EXACT_MAX_N
-    from experiments.report.stats import NOT_WORSE, noninferiority_test
+    from experiments.inference.verdicts import NOT_WORSE, noninferiority_test
 
     positive, negative = int(0.32 * n), int(0.31 * n)  # arm - full: +1, -1, the rest ties
     full = np.zeros(n)

@@ -10,20 +10,14 @@ import pytest
 
 from experiments.data.records import Prediction, budget_row_label
 from experiments.data.store import RunDir
+from experiments.inference.paired import paired_delta
+from experiments.inference.verdicts import CANNOT_TELL, NOT_WORSE, TOO_FEW, WORSE, holm, noninferiority_test
 from experiments.report.cells import load_run
 from experiments.report.compare import compare_runs
-from experiments.report.curve import frontier_table, panels, tradeoff_tables, write_tradeoff_plots
 from experiments.report.plots import line_style
-from experiments.report.stats import (
-    CANNOT_TELL,
-    NOT_WORSE,
-    TOO_FEW,
-    WORSE,
-    holm,
-    noninferiority_test,
-    paired_delta,
-)
 from experiments.report.tradeoff import arms, break_even_table, cost_table, noninferiority_rows, order_table
+from experiments.report.tradeoff.analysis import tradeoff_tables
+from experiments.report.tradeoff.frontier import frontier_table, panels, write_tradeoff_plots
 from experiments.report.write import write_report
 
 BUDGETS = (256, 512, 1024)
@@ -327,7 +321,7 @@ def test_compare_across_readers_gives_a_difference_of_differences(tmp_path):
 def test_the_all_lengths_delta_is_the_cells_own_paired_delta_with_its_one_interval(tmp_path):
     from dataclasses import replace
 
-    from experiments.report.tables import length_tables
+    from experiments.report.lengths import length_tables
 
     # full scores 0 everywhere; the arm scores 1, 1 at 1k (delta 1.0) and 0, 0, 0, 1 at 2k (delta 0.25): every length
     # pooled is the cell's own 6 pairs, 3 / 6 = 0.5, with the scores table's interval, not a mean over lengths

@@ -1,7 +1,8 @@
 import pytest
 
-from experiments.run.config import ComponentConfig, ConfigError, load_config, parse_config
+from experiments.run.config import ConfigError, load_config, parse_config
 from experiments.run.grid import expand_component, expand_grid
+from experiments.run.sections import ComponentConfig
 
 BASE = {
     "tasks": [{"name": "hotpotqa", "path": "data.jsonl"}],

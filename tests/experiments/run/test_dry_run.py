@@ -9,7 +9,7 @@ from experiments.cli.app import app
 from experiments.data.store import RunDir
 from experiments.run.config import parse_config
 from experiments.run.driver import Runner
-from experiments.run.plan import estimate
+from experiments.run.estimate import estimate
 
 TASKS = [
     {"name": "nq_multidoc", "synthetic": {"kind": "multidoc_qa", "n": 5, "num_docs": 5, "words_per_doc": 60}},
@@ -45,6 +45,7 @@ def test_the_fast_estimate_counts_what_the_run_reads_and_bounds_what_a_model_dec
         else:  # summaries: a bound, said so
             assert row.basis.startswith("bound") and row.compressor.startswith("summarize")
             assert row.prompt_tokens >= read[key] and row.summarizer_calls >= summaries[key] > 0
+            assert exact[key].summarizer_calls == row.summarizer_calls  # both count what the compressor's sizing names
     assert sum(r.exact for r in fast.values()) == 2 * 6
 
 

@@ -17,6 +17,7 @@ from core.versions import OUTPUT_PACKAGES, PROMPT_VERSION, SCORING_VERSION, pack
 from experiments.cli.app import app
 from experiments.data import provenance
 from experiments.data.provenance import MANIFEST, file_digest, read_cache_keys, read_manifest
+from experiments.data.session import gpus
 from experiments.run.config import parse_config
 from experiments.run.driver import Runner
 
@@ -177,7 +178,7 @@ def test_gpus_are_read_from_nvidia_smi(tmp_path, monkeypatch):
                     ' || exit 9\nprintf "NVIDIA H100 80GB HBM3, 550.54.15, 81559\\nNVIDIA H100 80GB HBM3, 550.54.15, 81559\\n"\n')
     tool.chmod(0o755)
     monkeypatch.setenv("PATH", f"{tool.parent}:{os.environ['PATH']}")
-    assert provenance.gpus() == [{"name": "NVIDIA H100 80GB HBM3", "driver": "550.54.15", "memory_mb": 81559}] * 2
+    assert gpus() == [{"name": "NVIDIA H100 80GB HBM3", "driver": "550.54.15", "memory_mb": 81559}] * 2
 
 
 def test_a_whole_corpus_indexed_at_once_is_counted_not_recorded(monkeypatch):

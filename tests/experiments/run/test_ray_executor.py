@@ -22,7 +22,8 @@ from compressors.base import CompressedContext, Compressor
 from core.errors import ParamError
 from experiments.run.config import parse_config
 from experiments.run.driver import Runner
-from experiments.run.executors import RayExecutor, RayExecutorError
+from experiments.run.executors import RayExecutor
+from experiments.run.ray_pool import RayExecutorError
 from testkit.fake_openai import FakeOpenAIServer
 
 pytestmark = pytest.mark.slow  # local Ray clusters and CLI processes

@@ -9,7 +9,7 @@ import pytest
 
 from experiments.data.long_formats import helmet_summ
 from experiments.data.sources import Where
-from experiments.judge.judging import prompt
+from experiments.judge.protocols import prompt
 from experiments.scoring.helmet import helmet_json, helmet_reading, rubric_prompts
 
 FIXTURE = json.loads((Path(__file__).parents[2] / "reference" / "helmet" / "judge_requests.json")
