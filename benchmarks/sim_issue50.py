@@ -262,7 +262,7 @@ def bentkus_rejects(x: np.ndarray, low: float, high: float, share: float = 0.2) 
 
 def part_candidates(trials: int) -> None:
     print(f"\ncandidates at 1.5x the z-test's n, Δ = 0 ({trials} trials a cell, MC SE <= {_se(0.5, trials):.3f})"
-          "\n| discordant | n | betting, cap per step (now) | empirical Bentkus (share 0.05 / 0.2 / 0.5) "
+          "\n| discordant | n | betting, cap per step | empirical Bentkus (share 0.05 / 0.2 / 0.5) "
           "| Bentkus, variance known (not valid) |\n| --- | --- | --- | --- | --- |")
     rng = np.random.default_rng(54)
     low, high = (1 - MARGIN / 100) * 8, (1 + MARGIN / 100) * 8
