@@ -39,10 +39,6 @@ from retrievers.bm25 import analyze
 DONE = "ctxcomp-bm25.json"
 FILES = ("data.csc.index.npy", "indices.csc.index.npy", "indptr.csc.index.npy")
 MAXSCORE = "maxscore.ctxcomp.npy"
-# each term's column cut into blocks of this many postings (Lucene's and PISA's size), each block's largest score
-# kept: 4 bytes per 128 postings, 1/256 of the score arrays
-BLOCK = 128
-BLOCKMAX = f"blockmax{BLOCK}.ctxcomp.npy"
 # Pyserini's default analysis over a corpus: on NQ-Open it loses no recall against every word kept, and the
 # stopwords it drops are the longest lists a question reads (docs/scale.md, "BM25 on real questions")
 CORPUS_ANALYZER = "english"
@@ -169,44 +165,16 @@ def _pass_scores(part: Path, lengths: np.ndarray, df: np.ndarray, k1: float, b: 
     np.save(part / MAXSCORE, maxscore)
     data.flush()
     indices.flush()
-    np.save(part / BLOCKMAX, block_maxima(data, indptr))
     del data, indices, tokens, counts
     (part / "distinct.npy").unlink()
 
 
-def first_blocks(indptr: np.ndarray) -> np.ndarray:
-    """Each term's first block's number (int64, ``len(indptr)`` entries, the last one the count of blocks):
-    a term's column is cut into blocks of :data:`BLOCK` postings, the last one shorter."""
-    first = np.zeros(len(indptr), dtype=np.int64)
-    np.cumsum((np.diff(indptr) + BLOCK - 1) // BLOCK, out=first[1:])
-    return first
-
-
-def block_maxima(data: np.ndarray, indptr: np.ndarray, chunk: int = 1 << 24) -> np.ndarray:
-    """Each block's largest score (float32, term-major): one pass through ``data``, ``chunk`` postings at a
-    time so a memory-mapped array's pages come and go."""
-    first = first_blocks(indptr)
-    per_term = np.diff(first)
-    within = np.arange(first[-1], dtype=np.int64) - np.repeat(first[:-1], per_term)
-    starts = np.repeat(np.asarray(indptr[:-1], np.int64), per_term) + BLOCK * within
-    out = np.zeros(len(starts), dtype=np.float32)
-    a = 0
-    while a < len(starts):  # blocks a..b-1 span postings starts[a]..starts[b]
-        b = max(int(np.searchsorted(starts, starts[a] + chunk, side="right")), a + 1)
-        end = int(starts[b]) if b < len(starts) else int(indptr[-1])
-        out[a:b] = np.maximum.reduceat(np.asarray(data[starts[a]:end]), starts[a:b] - starts[a])
-        a = b
-    return out
-
-
 class Ranked(NamedTuple):
-    """One query's best rows (int64, best first), their scores (bm25s's float32), the postings it read and the
-    blocks of postings its bounds let it skip (neither added nor looked up)."""
+    """One query's best rows (int64, best first), their scores (bm25s's float32) and the postings it read."""
 
     rows: np.ndarray
     scores: np.ndarray
     postings_read: int
-    blocks_skipped: int = 0
 
 
 # float32 sums of q positive terms stay within q units in the last place (2**-24 each) of the exact sum; bounds
@@ -217,16 +185,13 @@ _ULP = 2.0 ** -24
 class BM25Corpus:
     """A built folder, loaded memory-mapped: ``search(queries, k)`` gives (scores, rows) as int64 row numbers.
 
-    A query is scored with block-max MaxScore (Turtle & Flood, 1995; Ding & Suel, 2011; Lucene prunes the same
-    way): its terms are read from the largest possible contribution down (the rare terms first, whose lists
-    are short).  Each term's column is cut into blocks of :data:`BLOCK` postings, each with its largest score,
-    so over any range of rows the terms not read yet can add at most the sum of their blocks' maxima there.
-    Where that cannot lift a passage not seen yet to the k-th best score so far, a term's blocks are skipped,
-    and only the passages already seen are looked up in them (binary search); a seen passage is dropped once
-    its score so far plus that bound cannot reach the k-th best.  The final scores are then added over the
-    query's terms in bm25s's order, so they are bm25s's float32 scores bit for bit, and a tie at the k-th place
-    goes to the lower row (``benchmarks/bench_corpus.py bm25-real`` times this against bm25s's own
-    ``retrieve``).
+    A query is scored with MaxScore (Turtle & Flood, 1995; Lucene prunes the same way): its terms are read
+    from the largest possible contribution down (the rare terms first, whose lists are short), and once the
+    contributions of the terms left cannot lift an unseen passage to the k-th best score so far, the long
+    lists of the common terms are only looked up (binary search) for the passages already seen, which are
+    dropped as soon as they cannot reach it either.  The final scores are then added over the query's terms in
+    bm25s's order, so they are bm25s's float32 scores bit for bit, and a tie at the k-th place goes to the
+    lower row (``benchmarks/bench_corpus.py bm25-real`` times this against bm25s's own ``retrieve``).
     """
 
     def __init__(self, folder: str | os.PathLike) -> None:
@@ -245,22 +210,16 @@ class BM25Corpus:
         # plain arrays over the same mapped pages: a numpy.memmap slice costs more than the column it reads
         self.data, self.indices = (np.asarray(self.engine.scores[k]) for k in ("data", "indices"))
         self.indptr = np.array(self.engine.scores["indptr"])  # 8 bytes a term, read on every term: in memory
-        self.maxscore = self._saved(MAXSCORE, self._term_maxima)
-        self.first_block = first_blocks(self.indptr)
-        self.blockmax = self._saved(BLOCKMAX, lambda: block_maxima(self.data, self.indptr))
+        self.maxscore = self._maxscore()
         self._local = threading.local()  # per thread, 4 bytes a passage, zero between queries
 
-    def _term_maxima(self) -> np.ndarray:
-        starts = np.asarray(self.indptr[:-1])  # every term of the vocabulary has at least one posting
-        return np.maximum.reduceat(self.data, starts) if len(starts) else np.zeros(0, np.float32)
-
-    def _saved(self, name: str, compute: Callable[[], np.ndarray]) -> np.ndarray:
-        """A bound kept beside the index; a folder built before it was recorded gets it computed once (one
-        pass over the scores) and saved."""
-        path = self.folder / name
+    def _maxscore(self) -> np.ndarray:
+        """Each term's largest score; a folder built before it was recorded gets it computed once and saved."""
+        path = self.folder / MAXSCORE
         if not path.is_file():
+            starts = np.asarray(self.indptr[:-1])  # every term of the vocabulary has at least one posting
             tmp = path.with_suffix(".partial.npy")
-            np.save(tmp, compute())
+            np.save(tmp, np.maximum.reduceat(self.data, starts) if len(starts) else np.zeros(0, np.float32))
             os.replace(tmp, path)
         return np.load(path)
 
@@ -273,7 +232,7 @@ class BM25Corpus:
         return self.indices[lo:hi], self.data[lo:hi]
 
     def _lookup(self, t: int, rows: np.ndarray) -> np.ndarray:
-        """Term ``t``'s scores of ``rows``, 0 where it is absent: a binary search in its column."""
+        """Term ``t``'s scores of ``rows`` (sorted), 0 where it is absent: a binary search in its column."""
         col_rows, col_scores = self._column(t)
         out = np.zeros(len(rows), dtype=col_scores.dtype)
         if len(col_rows):
@@ -281,29 +240,6 @@ class BM25Corpus:
             hit = col_rows[at] == rows
             out[hit] = col_scores[at[hit]]
         return out
-
-    def _steps(self, terms: np.ndarray, mult: np.ndarray) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
-        """The query's bounds as step functions of the row.  Returns ``cuts`` (int64, sorted: the rows where
-        any term's block begins or its last one ends; range ``p`` is ``cuts[p] <= row < cuts[p + 1]``), each
-        term's first row of each block, and ``block[j, p]``, term ``j``'s block over range ``p`` (-1 where the
-        term has no posting: before its first or after its last)."""
-        firsts, ends = [], []
-        for t in terms.tolist():
-            lo, hi = int(self.indptr[t]), int(self.indptr[t + 1])
-            firsts.append(self.indices[lo:hi:BLOCK].astype(np.int64))
-            ends.append(int(self.indices[hi - 1]) + 1)
-        cuts = np.unique(np.concatenate(firsts + [np.array(ends, np.int64)]))
-        block = np.empty((len(terms), len(cuts)), dtype=np.int64)
-        for j in range(len(terms)):
-            block[j] = np.searchsorted(firsts[j], cuts, side="right") - 1
-            block[j, cuts >= ends[j]] = -1
-        return cuts, firsts, block
-
-    def _blocks(self, t: int, which: np.ndarray) -> np.ndarray:
-        """The places in the score arrays of term ``t``'s blocks numbered ``which``."""
-        lo, hi = int(self.indptr[t]), int(self.indptr[t + 1])
-        pos = (lo + BLOCK * which[:, None] + np.arange(BLOCK)).ravel()
-        return pos[pos < hi]
 
     def top(self, ids: Sequence[int], k: int) -> Ranked:
         """The best ``k`` rows for the term ids ``ids`` (:meth:`query_ids`); rows sharing no term are left out."""
@@ -313,78 +249,54 @@ class BM25Corpus:
         for t in ids:
             repeats[int(t)] = repeats.get(int(t), 0) + 1
         terms, mult = np.array(list(repeats), np.int64), np.array(list(repeats.values()), np.float64)
-        order = np.argsort(-mult * self.maxscore[terms], kind="stable")
-        terms, mult = terms[order], mult[order]
-        cuts, firsts, block = self._steps(terms, mult)
-        # most[j, p]: the most term j adds to a row in range p; rest[j]: what terms j.. add at most
-        most = np.zeros(block.shape)
-        for j, t in enumerate(terms.tolist()):
-            inside = block[j] >= 0
-            most[j, inside] = self.blockmax[self.first_block[t] + block[j, inside]] * mult[j]
-        rest = np.vstack([np.cumsum(most[::-1], axis=0)[::-1], np.zeros((1, len(cuts)))])
-        missing = block >= 0  # [j, p]: term j's scores not yet added to the rows of range p
+        bound = mult * self.maxscore[terms].astype(np.float64)
+        order = np.argsort(-bound, kind="stable")
+        left = np.r_[np.cumsum(bound[order][::-1])[::-1], 0.0]  # left[j]: the most terms order[j:] can add
         slack = 1 + 4 * (len(ids) + 1) * _ULP
         sums = getattr(self._local, "sums", None)
         if sums is None:
             sums = self._local.sums = np.zeros(self.n, dtype=self.data.dtype)
-        seen, touched, read, skipped, theta, found = [], [], 0, 0, 0.0, 0
+        seen, touched, read, theta, j = [], [], 0, 0.0, 0
         try:
-            # 1. find the rows: term j's blocks are read where a row none of terms ..j-1 holds could still reach
-            # the k-th best (terms j.. add at least theta in the block's range of rows), skipped elsewhere
-            for j, t in enumerate(terms.tolist()):
-                could = np.r_[0, np.cumsum(rest[j] * slack >= theta / slack)]
-                if not could[-1]:
-                    break
-                span = np.searchsorted(cuts, np.r_[firsts[j], cuts[-1]])  # block b: ranges span[b]..span[b+1]-1
-                span[-1] = np.searchsorted(cuts, int(self.indices[self.indptr[t + 1] - 1]) + 1)
-                whole = could[span[1:]] > could[span[:-1]]
-                if whole.all():
-                    rows, scores = self._column(t)
-                else:
-                    pos = self._blocks(t, np.flatnonzero(whole))
-                    rows, scores = self.indices[pos], self.data[pos]
-                    skipped += int(len(whole) - whole.sum())
+            while j < len(order):  # essential terms: every posting added
+                rows, scores = self._column(int(terms[order[j]]))
                 now = sums[rows]
                 seen.append(rows[now == 0])  # lucene scores are > 0: a zero sum is a row not seen yet
-                found += len(seen[-1])
-                sums[rows] = now + (scores * scores.dtype.type(mult[j]) if mult[j] > 1 else scores)
+                sums[rows] = now + (scores * mult[order[j]].astype(scores.dtype) if mult[order[j]] > 1 else scores)
                 touched.append(rows)
                 read += len(rows)
-                missing[j] &= ~whole[np.maximum(block[j], 0)]
-                if found >= k:  # partial sums are below the full ones: the k-th best of them is a floor
+                j += 1
+                # the k-th best partial score is at most what the terms read so far can add: look only when the
+                # terms left could fall below it
+                if j < len(order) and left[j] * slack < (left[0] - left[j]) / slack:
                     seen = [np.concatenate(seen)]
-                    theta = max(theta, float(np.partition(sums[seen[0]], found - k)[found - k]))
-            # 2. complete the rows found, term by term, dropping those whose score so far plus what the terms
-            # not added can give (their blocks' maxima over the row's range) falls below the k-th best
-            cand = np.concatenate(seen).astype(np.int64)
-            where = np.searchsorted(cuts, cand, side="right") - 1
-            owed = np.vstack([np.cumsum((most * missing)[::-1], axis=0)[::-1], np.zeros((1, len(cuts)))])
-            for j in range(len(terms) + 1):
+                    if len(seen[0]) >= k:
+                        theta = float(np.partition(sums[seen[0]], len(seen[0]) - k)[len(seen[0]) - k])
+                        if left[j] * slack < theta / slack:
+                            break
+            cand = np.concatenate(seen)
+            # the rest: only the rows seen count, dropped once they cannot reach the k-th best; a list is looked
+            # up row by row (binary search) when that reads less than adding it whole
+            for jj in range(j, len(order) + 1):
                 if len(cand) > k:
                     partial = sums[cand]
                     theta = max(theta, float(np.partition(partial, len(cand) - k)[len(cand) - k]))
-                    keep = (partial.astype(np.float64) + owed[j][where]) * slack >= theta / slack
-                    cand, where = cand[keep], where[keep]
-                if j == len(terms):
+                    cand = cand[(partial.astype(np.float64) + left[jj]) * slack >= theta / slack]
+                if jj == len(order):
                     break
-                rows = cand[missing[j][where]]
-                if not len(rows):
-                    continue
-                t, weight = int(terms[j]), self.data.dtype.type(mult[j])
+                t, m = int(terms[order[jj]]), mult[order[jj]]
                 size = int(self.indptr[t + 1] - self.indptr[t])
-                if len(rows) * max(size.bit_length(), 1) < size:  # a binary search a row reads less
-                    sums[rows] += self._lookup(t, rows) * weight
+                if len(cand) * max(size.bit_length(), 1) < size:
+                    sums[cand] += self._lookup(t, cand) * m.astype(self.data.dtype)
+                    read += len(cand)
+                else:
+                    rows, scores = self._column(t)
+                    sums[rows] = sums[rows] + scores * m.astype(scores.dtype)
+                    touched.append(rows)
                     read += len(rows)
-                else:  # the blocks not added yet, whole (rows not found get sums too: zeroed below)
-                    pos = self._blocks(t, np.unique(block[j][missing[j]]))
-                    col_rows = self.indices[pos]
-                    sums[col_rows] += self.data[pos] * weight
-                    touched.append(col_rows)
-                    read += len(pos)
         finally:  # the array is this thread's next query's too: zero again whatever happened
             for rows in touched:
                 sums[rows] = 0
-        cand = np.sort(cand)
         # bm25s's own sum, in the query's order with its repeats: adding a 0 for an absent term is exact
         total = np.zeros(len(cand), dtype=self.data.dtype)
         for t in ids:
@@ -392,7 +304,7 @@ class BM25Corpus:
         read += len(ids) * len(cand)
         best = np.lexsort((cand, -total))[:k]
         best = best[total[best] > 0]
-        return Ranked(cand[best].astype(np.int64), total[best], read, skipped)
+        return Ranked(cand[best].astype(np.int64), total[best], read)
 
     def search(self, queries: Sequence[str], k: int, threads: int = 1) -> tuple[list[np.ndarray], list[np.ndarray]]:
         """Per query, the best ``k`` scores and their row numbers (int64), best first (ties: the lower row
@@ -409,4 +321,4 @@ class BM25Corpus:
         return [r.scores for r in ranked], [r.rows for r in ranked]
 
 
-__all__ = ["BLOCK", "CORPUS_ANALYZER", "BM25Corpus", "Ranked", "block_maxima", "build_bm25"]
+__all__ = ["CORPUS_ANALYZER", "BM25Corpus", "Ranked", "build_bm25"]
