@@ -6,6 +6,7 @@ and BM25 built in blocks; each size in a fresh process so peak RSS is its own.
         --train-size 262144 --nprobe 16,32,64 --threads 2 --save     # Wikipedia's size: 32 GB of float16 shards
     python benchmarks/bench_corpus.py bm25 --n 200000
     python benchmarks/bench_corpus.py bm25-real --n 1000000 --limit 500  # NQ-Open questions: ctxcomp vs bm25s
+    python benchmarks/bench_corpus.py bm25-cores --n 1000000 --dir D     # 1 thread vs 2 threads vs 2 processes
     python benchmarks/bench_corpus.py e2e --n 1000000 --limit 500        # the curve over a 1M-passage corpus
     python benchmarks/bench_corpus.py fit results.jsonl                   # lines through the sizes, at 21M
     python benchmarks/bench_corpus.py real --passages 2600 --synthetic   # real MiniLM vectors and NQ-Open questions
@@ -23,7 +24,10 @@ questions: the real NQ-Open questions over their gold passages plus filler passa
 same memory-mapped index and the same tokens, alternating, best of ``--rounds``; it reports both q/s and CPU
 time a question, ctxcomp's q/s in ``--threads`` threads and in ``--processes`` forked processes, whether
 the top-20 lists agree, the postings a query reads (and those its terms hold) and answer recall@1/5/20.
-``--n 2600`` is the gold passages alone (``--limit 2655``: all the questions).  One line of JSON per
+``--n 2600`` is the gold passages alone (``--limit 2655``: all the questions).  ``bm25-cores`` searches the
+same questions over that index in one thread, in ``--workers`` threads and in as many forked processes, and
+splits each worker's time (Linux's schedstat) into time on a CPU, waiting for a CPU (no free core) and blocked
+(for threads, the GIL): what a second core would give, read off a machine whose cores are busy.  One line of JSON per
 measurement, with the load average beside it.
 
 ``dense`` finds the exact top-20 by scanning the shards (no flat index need be held), so the share of the
@@ -401,6 +405,76 @@ def bm25_real(args) -> None:
                           "load": os.getloadavg()[0]}), flush=True)
 
 
+def _sched(work):
+    """(work(), this thread's seconds on a CPU, runnable but waiting for one, and neither: blocked, which for a
+    thread of a busy process is the GIL).  Linux's /proc/<tid>/schedstat."""
+    import threading
+
+    def now():
+        run, wait, _ = Path(f"/proc/self/task/{threading.get_native_id()}/schedstat").read_text().split()
+        return int(run) / 1e9, int(wait) / 1e9, time.perf_counter()
+
+    before = now()
+    out = work()
+    run, wait, wall = (b - a for a, b in zip(before, now()))
+    return out, {"cpu": run, "runqueue": wait, "blocked": wall - run - wait}
+
+
+def bm25_cores(args) -> None:
+    """One thread, ``--workers`` threads and as many forked processes searching shares of the same questions over
+    the same maps, interleaved: the wall time, and summed over the workers the time on a CPU, waiting for a CPU
+    (other jobs: no free core) and blocked (the GIL), so what two cores would give can be read off a busy machine."""
+    import threading
+
+    from retrievers.bm25_corpus import BM25Corpus
+
+    folder = Path(args.dir)
+    questions, *_ = nq_corpus(folder, Path(args.litm), args.n)
+    index = BM25Corpus(folder / f"bm25-{args.analyzer}-{args.n}")
+    ids = [index.query_ids(q.query) for q in questions[: args.limit]]
+
+    def share(j: int, k: int):
+        return _sched(lambda: [index.top(ids[i], 20) for i in range(j, len(ids), k)])[1]
+
+    def threads(k: int) -> list[dict]:
+        got: list = [None] * k
+        workers = [threading.Thread(target=lambda j=j: got.__setitem__(j, share(j, k))) for j in range(k)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+        return got
+
+    def processes(k: int) -> list[dict]:
+        pipes = []
+        for j in range(k):
+            r, w = os.pipe()
+            if os.fork() == 0:
+                os.write(w, json.dumps(share(j, k)).encode())
+                os._exit(0)
+            os.close(w)
+            pipes.append(r)
+        got = [json.loads(os.read(r, 1 << 16)) for r in pipes]
+        for _ in pipes:
+            os.wait()
+        return got
+
+    for q in ids[:50]:  # the lists' pages mapped before the clock
+        index.top(q, 20)
+    k = args.workers
+    for _ in range(args.rounds):
+        for name, run in (("1 thread", lambda: threads(1)), (f"{k} threads", lambda: threads(k)),
+                          (f"{k} processes", lambda: processes(k))):
+            t0 = time.perf_counter()
+            got = run()
+            wall = time.perf_counter() - t0
+            total = {key: round(sum(g[key] for g in got), 2) for key in ("cpu", "runqueue", "blocked")}
+            print(json.dumps({"what": "bm25-cores", "n": args.n, "run": name, "questions": len(ids),
+                              "wall_s": round(wall, 2), "qps": round(len(ids) / wall, 1),
+                              "cpu_ms": round(1e3 * total["cpu"] / len(ids), 2), **total,
+                              "load": os.getloadavg()[0]}), flush=True)
+
+
 def e2e(args) -> None:
     """Write the corpus (oracle passages, then filler) as a TSV, then time ``ctxcomp curve`` on it."""
     import gzip
@@ -603,6 +677,15 @@ def main() -> None:
     q.add_argument("--threads", type=int, default=2, help="also timed with this many threads, both engines")
     q.add_argument("--processes", type=int, default=2, help="also timed as this many forked processes (ctxcomp)")
     q.add_argument("--dir")
+    c = sub.add_parser("bm25-cores")
+    c.add_argument("--n", type=int, default=1_000_000)
+    c.add_argument("--litm", default=str(Path(os.environ.get("CTXCOMP_DATA_DIR", "data"))
+                                          / "lost_in_the_middle" / "nq-open-oracle.jsonl.gz"))
+    c.add_argument("--analyzer", default="english")
+    c.add_argument("--limit", type=int, default=500)
+    c.add_argument("--workers", type=int, default=2)
+    c.add_argument("--rounds", type=int, default=2)
+    c.add_argument("--dir", required=True, help="where bm25-real built the index")
     r = sub.add_parser("real")
     r.add_argument("--strings", default="IVF64,Flat;IVF64,SQ8;IVF64,SQ4;IVF64,PQ48x4;IVF64,PQ96x4;HNSW32,Flat")
     r.add_argument("--nprobe", type=int, help="also search with this nprobe (IVF strings)")
@@ -616,7 +699,8 @@ def main() -> None:
     f = sub.add_parser("fit")
     f.add_argument("files", nargs="+")
     args = ap.parse_args()
-    {"dense": dense, "bm25": bm25, "bm25-real": bm25_real, "e2e": e2e, "real": real, "fit": fit}[args.what](args)
+    {"dense": dense, "bm25": bm25, "bm25-real": bm25_real, "bm25-cores": bm25_cores, "e2e": e2e, "real": real,
+     "fit": fit}[args.what](args)
 
 
 if __name__ == "__main__":
