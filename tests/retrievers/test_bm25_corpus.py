@@ -34,3 +34,5 @@ def test_the_compiled_scorer_keeps_the_lower_rows_of_a_tie_even_past_what_it_ask
         checked += len(want)
     assert checked > 2000
     assert 0 < len(full_vectors) < 60  # the fallback was needed, and not for every query
+    queries = [" ".join(rng.choice(words, size=3)) for _ in range(30)]
+    assert all(map(np.array_equal, compiled.search(queries, 10, threads=2)[1], maxscore.search(queries, 10)[1]))
