@@ -436,7 +436,7 @@ def bm25_cores(args) -> None:
 
     folder = Path(args.dir)
     questions, *_ = nq_corpus(folder, Path(args.litm), args.n)
-    index = BM25Corpus(folder / f"bm25-{args.analyzer}-{args.n}")
+    index = BM25Corpus(folder / f"bm25-{args.analyzer}-{args.n}", compiled=False if args.maxscore else None)
     ids = [index.query_ids(q.query) for q in questions[: args.limit]]
 
     def share(j: int, k: int):
@@ -695,6 +695,7 @@ def main() -> None:
     c.add_argument("--workers", type=int, default=2)
     c.add_argument("--rounds", type=int, default=2)
     c.add_argument("--dir", required=True, help="where bm25-real built the index")
+    c.add_argument("--maxscore", action="store_true", help="MaxScore even where numba is installed")
     r = sub.add_parser("real")
     r.add_argument("--strings", default="IVF64,Flat;IVF64,SQ8;IVF64,SQ4;IVF64,PQ48x4;IVF64,PQ96x4;HNSW32,Flat")
     r.add_argument("--nprobe", type=int, help="also search with this nprobe (IVF strings)")
