@@ -301,6 +301,9 @@ def nq_corpus(folder: Path, litm: Path, n: int):
     return questions, gold, text_of, blocks
 
 
+SCORERS = {"auto": None, "compiled": True, "maxscore": False}  # BM25Corpus(compiled=...)
+
+
 def _timed(run):
     """((wall s, CPU s of this process), run())."""
     wall, cpu = time.perf_counter(), time.process_time()
@@ -348,7 +351,7 @@ def bm25_real(args) -> None:
         built = build_bm25(folder / f"bm25-{analyzer}-{args.n}", blocks, n=args.n, analyzer=analyzer,
                            source=f"nq-gold+filler-{args.n}", say=lambda m: print(m, file=sys.stderr, flush=True))
         build_s = time.perf_counter() - t0
-        index = BM25Corpus(built, compiled=False if args.maxscore else None)
+        index = BM25Corpus(built, compiled=SCORERS[args.scorer])
         # bm25s as a user runs it: its own retriever over the same maps, with the backend asked for
         engine = bm25s.BM25.load(str(built), mmap=True, show_progress=False)
         engine.backend = args.bm25s_backend
@@ -436,7 +439,7 @@ def bm25_cores(args) -> None:
 
     folder = Path(args.dir)
     questions, *_ = nq_corpus(folder, Path(args.litm), args.n)
-    index = BM25Corpus(folder / f"bm25-{args.analyzer}-{args.n}", compiled=False if args.maxscore else None)
+    index = BM25Corpus(folder / f"bm25-{args.analyzer}-{args.n}", compiled=SCORERS[args.scorer])
     ids = [index.query_ids(q.query) for q in questions[: args.limit]]
 
     def share(j: int, k: int):
@@ -684,7 +687,7 @@ def main() -> None:
     q.add_argument("--processes", type=int, default=2, help="also timed as this many forked processes (ctxcomp)")
     q.add_argument("--bm25s-backend", choices=("numpy", "numba"), default="numpy",
                    help="bm25s's scoring backend (numba: needs the numba package)")
-    q.add_argument("--maxscore", action="store_true", help="ctxcomp scores with MaxScore even where numba is installed")
+    q.add_argument("--scorer", choices=tuple(SCORERS), default="auto", help="ctxcomp's: as BM25Corpus picks, or this one")
     q.add_argument("--dir")
     c = sub.add_parser("bm25-cores")
     c.add_argument("--n", type=int, default=1_000_000)
@@ -695,7 +698,7 @@ def main() -> None:
     c.add_argument("--workers", type=int, default=2)
     c.add_argument("--rounds", type=int, default=2)
     c.add_argument("--dir", required=True, help="where bm25-real built the index")
-    c.add_argument("--maxscore", action="store_true", help="MaxScore even where numba is installed")
+    c.add_argument("--scorer", choices=tuple(SCORERS), default="auto", help="ctxcomp's: as BM25Corpus picks, or this one")
     r = sub.add_parser("real")
     r.add_argument("--strings", default="IVF64,Flat;IVF64,SQ8;IVF64,SQ4;IVF64,PQ48x4;IVF64,PQ96x4;HNSW32,Flat")
     r.add_argument("--nprobe", type=int, help="also search with this nprobe (IVF strings)")

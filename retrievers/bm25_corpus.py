@@ -177,6 +177,11 @@ class Ranked(NamedTuple):
     postings_read: int
 
 
+# bm25s compiles its numba functions in each process, on its first query (11-15 s on the 2 busy cores where this
+# was measured); it saves about 1 ms a question at 250k passages and 4 ms at 1M (docs/scale.md): from 1M up it pays
+# back within NQ-Open's 2,655 questions, and below, MaxScore answers in a few ms anyway
+COMPILED_FROM = 1_000_000
+
 # float32 sums of q positive terms stay within q units in the last place (2**-24 each) of the exact sum; bounds
 # are widened by twice that, so a row is skipped only when it is below the k-th best whatever the rounding
 _ULP = 2.0 ** -24
@@ -185,9 +190,9 @@ _ULP = 2.0 ** -24
 class BM25Corpus:
     """A built folder, loaded memory-mapped: ``search(queries, k)`` gives (scores, rows) as int64 row numbers.
 
-    Where numba is installed (a dependency), a query is scored by bm25s's own compiled retrieval, every posting
-    of its terms (:meth:`_top_compiled`): on real questions that costs 3.7-4.7x less CPU than the pruned search
-    below does in numpy, and bm25s compiles it once a process, on the first query.  Otherwise, or with
+    From :data:`COMPILED_FROM` passages up, a query is scored by bm25s's own compiled (numba) retrieval,
+    every posting of its terms (:meth:`_top_compiled`): on real questions that costs 3.7-4.7x less CPU than the
+    pruned search below does in numpy, once bm25s has compiled it (on a process's first query).  Below, or with
     ``compiled=False``, a query is scored with MaxScore (Turtle & Flood, 1995; Lucene prunes the same way): its terms are read
     from the largest possible contribution down (the rare terms first, whose lists are short), and once the
     contributions of the terms left cannot lift an unseen passage to the k-th best score so far, the long
@@ -198,8 +203,8 @@ class BM25Corpus:
     """
 
     def __init__(self, folder: str | os.PathLike, compiled: bool | None = None) -> None:
-        """``compiled``: score with bm25s's numba backend (:meth:`_top_compiled`); ``None`` does where numba is
-        installed.  Both give the same rows and scores."""
+        """``compiled``: score with bm25s's numba backend (:meth:`_top_compiled`); ``None`` does from
+        :data:`COMPILED_FROM` passages up, where numba is installed.  Both give the same rows and scores."""
         import importlib.util
         import threading
 
@@ -217,7 +222,9 @@ class BM25Corpus:
         self.data, self.indices = (np.asarray(self.engine.scores[k]) for k in ("data", "indices"))
         self.indptr = np.array(self.engine.scores["indptr"])  # 8 bytes a term, read on every term: in memory
         self.maxscore = self._maxscore()
-        self.compiled = importlib.util.find_spec("numba") is not None if compiled is None else compiled
+        if compiled is None:
+            compiled = self.n >= COMPILED_FROM and importlib.util.find_spec("numba") is not None
+        self.compiled = compiled
         if self.compiled:
             self.engine.backend = "numba"  # bm25s compiles its scoring on the first query
         self._local = threading.local()  # per thread, 4 bytes a passage, zero between queries
@@ -353,4 +360,4 @@ class BM25Corpus:
         return [r.scores for r in ranked], [r.rows for r in ranked]
 
 
-__all__ = ["CORPUS_ANALYZER", "BM25Corpus", "Ranked", "build_bm25"]
+__all__ = ["COMPILED_FROM", "CORPUS_ANALYZER", "BM25Corpus", "Ranked", "build_bm25"]

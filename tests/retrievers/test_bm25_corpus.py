@@ -36,3 +36,15 @@ def test_the_compiled_scorer_keeps_the_lower_rows_of_a_tie_even_past_what_it_ask
     assert 0 < len(full_vectors) < 60  # the fallback was needed, and not for every query
     queries = [" ".join(rng.choice(words, size=3)) for _ in range(30)]
     assert all(map(np.array_equal, compiled.search(queries, 10, threads=2)[1], maxscore.search(queries, 10)[1]))
+
+
+def test_the_compiled_scorer_is_the_default_from_its_size_up(tmp_path, monkeypatch):
+    """bm25s compiles on a process's first query (seconds): a small corpus keeps MaxScore unless asked."""
+    pytest.importorskip("numba")
+    from retrievers import bm25_corpus
+
+    texts = ["w1 w2", "w2 w3", "w3 w4"]
+    folder = build_bm25(tmp_path / "ix", lambda: [texts], n=len(texts), analyzer="words", source="small")
+    assert not BM25Corpus(folder).compiled and BM25Corpus(folder, compiled=True).compiled
+    monkeypatch.setattr(bm25_corpus, "COMPILED_FROM", len(texts))
+    assert BM25Corpus(folder).compiled and not BM25Corpus(folder, compiled=False).compiled
