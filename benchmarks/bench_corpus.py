@@ -6,6 +6,7 @@ and BM25 built in blocks; each size in a fresh process so peak RSS is its own.
         --train-size 262144 --nprobe 16,32,64 --threads 2 --save     # Wikipedia's size: 32 GB of float16 shards
     python benchmarks/bench_corpus.py bm25 --n 200000
     python benchmarks/bench_corpus.py bm25-real --n 1000000 --limit 500  # NQ-Open questions: ctxcomp vs bm25s
+    python benchmarks/bench_corpus.py bm25-cores --n 1000000 --dir D     # 1 thread vs 2 threads vs 2 processes
     python benchmarks/bench_corpus.py e2e --n 1000000 --limit 500        # the curve over a 1M-passage corpus
     python benchmarks/bench_corpus.py fit results.jsonl                   # lines through the sizes, at 21M
     python benchmarks/bench_corpus.py real --passages 2600 --synthetic   # real MiniLM vectors and NQ-Open questions
@@ -20,9 +21,13 @@ reads, so ``bm25`` times the engine's mechanics, not its speed on questions.  ``
 questions: the real NQ-Open questions over their gold passages plus filler passages of 100 words drawn
 (seeded) from those passages' word frequencies (``--n`` in all; the filler's word ids are cached in
 ``--dir``), indexed with each analyzer, searched by ctxcomp's engine and by bm25s's own ``retrieve`` on the
-same memory-mapped index and the same tokens, alternating, best of ``--rounds``; it reports both q/s, whether
+same memory-mapped index and the same tokens, alternating, best of ``--rounds``; it reports both q/s and CPU
+time a question, ctxcomp's q/s in ``--threads`` threads and in ``--processes`` forked processes, whether
 the top-20 lists agree, the postings a query reads (and those its terms hold) and answer recall@1/5/20.
-``--n 2600`` is the gold passages alone (``--limit 2655``: all the questions).  One line of JSON per
+``--n 2600`` is the gold passages alone (``--limit 2655``: all the questions).  ``bm25-cores`` searches the
+same questions over that index in one thread, in ``--workers`` threads and in as many forked processes, and
+splits each worker's time (Linux's schedstat) into time on a CPU, waiting for a CPU (no free core) and blocked
+(for threads, the GIL): what a second core would give, read off a machine whose cores are busy.  One line of JSON per
 measurement, with the load average beside it.
 
 ``dense`` finds the exact top-20 by scanning the shards (no flat index need be held), so the share of the
@@ -296,6 +301,37 @@ def nq_corpus(folder: Path, litm: Path, n: int):
     return questions, gold, text_of, blocks
 
 
+SCORERS = {"auto": None, "compiled": True, "maxscore": False}  # BM25Corpus(compiled=...)
+
+
+def _timed(run):
+    """((wall s, CPU s of this process), run())."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    out = run()
+    return (time.perf_counter() - wall, time.process_time() - cpu), out
+
+
+_FORKED: dict = {}  # what a forked worker searches: set before the fork, read in the child
+
+
+def _search_share(share: list[int]) -> int:
+    index, ids = _FORKED["index"], _FORKED["ids"]
+    return sum(len(index.top(ids[i], 20).rows) for i in share)
+
+
+def _in_processes(index, ids, processes: int) -> float:
+    """Wall seconds for ``processes`` forked processes to search the questions, each a share, over the same
+    memory-mapped files (no lock between them, as two servers of one index would run)."""
+    import multiprocessing
+
+    _FORKED.update(index=index, ids=ids)
+    with multiprocessing.get_context("fork").Pool(processes) as pool:
+        pool.map(_search_share, [[0]] * processes)  # started, and each has touched the index, before the clock
+        t0 = time.perf_counter()
+        pool.map(_search_share, [list(range(p, len(ids), processes)) for p in range(processes)], chunksize=1)
+        return time.perf_counter() - t0
+
+
 def bm25_real(args) -> None:
     """Real NQ-Open questions over the gold passages plus filler: ctxcomp's engine against bm25s's own retrieve
     on the same memory-mapped index and tokens, alternating rounds, best of; and recall@1/5/20."""
@@ -315,25 +351,34 @@ def bm25_real(args) -> None:
         built = build_bm25(folder / f"bm25-{analyzer}-{args.n}", blocks, n=args.n, analyzer=analyzer,
                            source=f"nq-gold+filler-{args.n}", say=lambda m: print(m, file=sys.stderr, flush=True))
         build_s = time.perf_counter() - t0
-        index = BM25Corpus(built)
+        index = BM25Corpus(built, compiled=SCORERS[args.scorer])
+        # bm25s as a user runs it: its own retriever over the same maps, with the backend asked for
+        engine = bm25s.BM25.load(str(built), mmap=True, show_progress=False)
+        engine.backend = args.bm25s_backend
+        if args.bm25s_backend == "numba":
+            engine.retrieve([[0]], k=20, show_progress=False)  # compiled before the clock
+        index.top([0], 20)  # likewise, where ctxcomp scores with numba
         ids = [index.query_ids(q.query) for q in questions]
         inverse = {i: t for t, i in index.vocab.items()}
         tokens = [[inverse[i] for i in q] for q in ids]
         asked = [i for i, q in enumerate(ids) if q]  # bm25s refuses a query with no known term
-        times = {(engine, th): float("inf") for engine in ("ctxcomp", "bm25s") for th in sorted({1, args.threads})}
+        times = {(engine, th): (float("inf"), float("inf")) for engine in ("ctxcomp", "bm25s")
+                 for th in sorted({1, args.threads})}  # best (wall s, CPU s of the process) of the rounds
+        forked = float("inf")
         ours = theirs = None
         for _ in range(args.rounds):
             for threads in sorted({1, args.threads}):
                 pool = ThreadPoolExecutor(threads) if threads > 1 else None
-                t0 = time.perf_counter()
-                ours = list((pool.map if pool else map)(lambda q: index.top(q, 20), ids))
-                times["ctxcomp", threads] = min(times["ctxcomp", threads], time.perf_counter() - t0)
-                t0 = time.perf_counter()
-                theirs = index.engine.retrieve([tokens[i] for i in asked], k=20, show_progress=False,
-                                               n_threads=threads if threads > 1 else 0)
-                times["bm25s", threads] = min(times["bm25s", threads], time.perf_counter() - t0)
+                took, ours = _timed(lambda: list((pool.map if pool else map)(lambda q: index.top(q, 20), ids)))
+                times["ctxcomp", threads] = tuple(map(min, times["ctxcomp", threads], took))
+                took, theirs = _timed(lambda: engine.retrieve([tokens[i] for i in asked], k=20,
+                                                                      show_progress=False,
+                                                                      n_threads=threads if threads > 1 else 0))
+                times["bm25s", threads] = tuple(map(min, times["bm25s", threads], took))
                 if pool:
                     pool.shutdown()
+            if args.processes > 1:
+                forked = min(forked, _in_processes(index, ids, args.processes))
         # the same lists: the same scores (bm25s's float32, bit for bit), and the same rows but where bm25s's
         # partition picked others among those tied at the 20th score
         same = tied = 0
@@ -349,19 +394,94 @@ def bm25_real(args) -> None:
         read = [r.postings_read for r in ours]
         disk = sum(f.stat().st_size for f in built.iterdir())
         print(json.dumps({"what": "bm25-real", "string": analyzer, "n": args.n, "questions": len(questions),
-                          "build_s": round(build_s, 1), "qps": round(len(ids) / times["ctxcomp", 1], 1),
-                          "qps_bm25s": round(len(asked) / times["bm25s", 1], 1),
-                          "ratio": round(len(ids) / times["ctxcomp", 1] / (len(asked) / times["bm25s", 1]), 2),
-                          f"qps_{args.threads}_threads": round(len(ids) / times["ctxcomp", args.threads], 1),
-                          f"qps_bm25s_{args.threads}_threads": round(len(asked) / times["bm25s", args.threads], 1),
+                          "build_s": round(build_s, 1), "qps": round(len(ids) / times["ctxcomp", 1][0], 1),
+                          "qps_bm25s": round(len(asked) / times["bm25s", 1][0], 1),
+                          "ratio": round(len(ids) / times["ctxcomp", 1][0] / (len(asked) / times["bm25s", 1][0]), 2),
+                          "cpu_ms": round(1e3 * times["ctxcomp", 1][1] / len(ids), 2),
+                          "cpu_ms_bm25s": round(1e3 * times["bm25s", 1][1] / len(asked), 2),
+                          f"qps_{args.threads}_threads": round(len(ids) / times["ctxcomp", args.threads][0], 1),
+                          f"cpu_per_wall_{args.threads}_threads": round(times["ctxcomp", args.threads][1]
+                                                                        / times["ctxcomp", args.threads][0], 2),
+                          f"qps_bm25s_{args.threads}_threads": round(len(asked) / times["bm25s", args.threads][0], 1),
+                          f"qps_{args.processes}_processes": round(len(ids) / forked, 1) if args.processes > 1 else None,
                           "same_top20": f"{same}/{len(asked)}", "same_but_ties_at_20th": tied,
                           "terms_mean": round(float(np.mean([len(q) for q in ids])), 2),
                           "postings_all_mean": round(float(np.mean(full))), "postings_read_mean": round(float(np.mean(read))),
                           "postings_read_median": int(np.median(read)), "postings_read_max": int(np.max(read)),
                           "recall": {k: round(v, 3) for k, v in recall_at_k(relevant, [1, 5, 20]).items()},
-                          "index_disk_bytes": disk, "vocab": len(index.vocab), "bm25s": bm25s.__version__,
+                          "index_disk_bytes": disk, "vocab": len(index.vocab), "bm25s": bm25s.__version__, "bm25s_backend": args.bm25s_backend, "ctxcomp_compiled": index.compiled,
                           "peak_rss_mb": round(rss_peak_mb()), "rss_anon_mb": rss_anon_mb(),
                           "load": os.getloadavg()[0]}), flush=True)
+
+
+def _sched(work):
+    """(work(), this thread's seconds on a CPU, runnable but waiting for one, and neither: blocked, which for a
+    thread of a busy process is the GIL).  Linux's /proc/<tid>/schedstat."""
+    import threading
+
+    def now():
+        run, wait, _ = Path(f"/proc/self/task/{threading.get_native_id()}/schedstat").read_text().split()
+        return int(run) / 1e9, int(wait) / 1e9, time.perf_counter()
+
+    before = now()
+    out = work()
+    run, wait, wall = (b - a for a, b in zip(before, now()))
+    return out, {"cpu": run, "runqueue": wait, "blocked": wall - run - wait}
+
+
+def bm25_cores(args) -> None:
+    """One thread, ``--workers`` threads and as many forked processes searching shares of the same questions over
+    the same maps, interleaved: the wall time, and summed over the workers the time on a CPU, waiting for a CPU
+    (other jobs: no free core) and blocked (the GIL), so what two cores would give can be read off a busy machine."""
+    import threading
+
+    from retrievers.bm25_corpus import BM25Corpus
+
+    folder = Path(args.dir)
+    questions, *_ = nq_corpus(folder, Path(args.litm), args.n)
+    index = BM25Corpus(folder / f"bm25-{args.analyzer}-{args.n}", compiled=SCORERS[args.scorer])
+    ids = [index.query_ids(q.query) for q in questions[: args.limit]]
+
+    def share(j: int, k: int):
+        return _sched(lambda: [index.top(ids[i], 20) for i in range(j, len(ids), k)])[1]
+
+    def threads(k: int) -> list[dict]:
+        got: list = [None] * k
+        workers = [threading.Thread(target=lambda j=j: got.__setitem__(j, share(j, k))) for j in range(k)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+        return got
+
+    def processes(k: int) -> list[dict]:
+        pipes = []
+        for j in range(k):
+            r, w = os.pipe()
+            if os.fork() == 0:
+                os.write(w, json.dumps(share(j, k)).encode())
+                os._exit(0)
+            os.close(w)
+            pipes.append(r)
+        got = [json.loads(os.read(r, 1 << 16)) for r in pipes]
+        for _ in pipes:
+            os.wait()
+        return got
+
+    for q in ids[:50]:  # the lists' pages mapped before the clock
+        index.top(q, 20)
+    k = args.workers
+    for _ in range(args.rounds):
+        for name, run in (("1 thread", lambda: threads(1)), (f"{k} threads", lambda: threads(k)),
+                          (f"{k} processes", lambda: processes(k))):
+            t0 = time.perf_counter()
+            got = run()
+            wall = time.perf_counter() - t0
+            total = {key: round(sum(g[key] for g in got), 2) for key in ("cpu", "runqueue", "blocked")}
+            print(json.dumps({"what": "bm25-cores", "n": args.n, "run": name, "questions": len(ids),
+                              "wall_s": round(wall, 2), "qps": round(len(ids) / wall, 1),
+                              "cpu_ms": round(1e3 * total["cpu"] / len(ids), 2), **total,
+                              "load": os.getloadavg()[0]}), flush=True)
 
 
 def e2e(args) -> None:
@@ -564,7 +684,21 @@ def main() -> None:
     q.add_argument("--analyzers", default="english,words")
     q.add_argument("--rounds", type=int, default=2)
     q.add_argument("--threads", type=int, default=2, help="also timed with this many threads, both engines")
+    q.add_argument("--processes", type=int, default=2, help="also timed as this many forked processes (ctxcomp)")
+    q.add_argument("--bm25s-backend", choices=("numpy", "numba"), default="numpy",
+                   help="bm25s's scoring backend (numba: needs the numba package)")
+    q.add_argument("--scorer", choices=tuple(SCORERS), default="auto", help="ctxcomp's: as BM25Corpus picks, or this one")
     q.add_argument("--dir")
+    c = sub.add_parser("bm25-cores")
+    c.add_argument("--n", type=int, default=1_000_000)
+    c.add_argument("--litm", default=str(Path(os.environ.get("CTXCOMP_DATA_DIR", "data"))
+                                          / "lost_in_the_middle" / "nq-open-oracle.jsonl.gz"))
+    c.add_argument("--analyzer", default="english")
+    c.add_argument("--limit", type=int, default=500)
+    c.add_argument("--workers", type=int, default=2)
+    c.add_argument("--rounds", type=int, default=2)
+    c.add_argument("--dir", required=True, help="where bm25-real built the index")
+    c.add_argument("--scorer", choices=tuple(SCORERS), default="auto", help="ctxcomp's: as BM25Corpus picks, or this one")
     r = sub.add_parser("real")
     r.add_argument("--strings", default="IVF64,Flat;IVF64,SQ8;IVF64,SQ4;IVF64,PQ48x4;IVF64,PQ96x4;HNSW32,Flat")
     r.add_argument("--nprobe", type=int, help="also search with this nprobe (IVF strings)")
@@ -578,7 +712,8 @@ def main() -> None:
     f = sub.add_parser("fit")
     f.add_argument("files", nargs="+")
     args = ap.parse_args()
-    {"dense": dense, "bm25": bm25, "bm25-real": bm25_real, "e2e": e2e, "real": real, "fit": fit}[args.what](args)
+    {"dense": dense, "bm25": bm25, "bm25-real": bm25_real, "bm25-cores": bm25_cores, "e2e": e2e, "real": real,
+     "fit": fit}[args.what](args)
 
 
 if __name__ == "__main__":
