@@ -113,7 +113,7 @@ def _length_delta(pd: PairedDelta) -> str:
 def longbench_v2_table(cells: Sequence[Cell], predictions: Sequence) -> Table:
     """LongBench v2 ``result.py``'s Overall / Easy / Hard / Short / Medium / Long per task and arm, from the item
     scores (so the compensated metric's 0.25 for no answer counts as in the script)."""
-    from experiments.scoring.longbench_v2 import COLUMNS, results_rows
+    from experiments.tasks.longbench_v2.metrics import COLUMNS, results_rows
 
     wanted = {(c.task, c.config_hash): c for c in cells}
     groups: dict[str, list[tuple[float, str, str]]] = defaultdict(list)

@@ -33,7 +33,7 @@ from typing import Any
 
 from core.errors import UserError
 from experiments.data.records import Example
-from experiments.protocols.ruler_tasks import (  # noqa: F401 (the tasks' settings and pieces, importable from here too)
+from experiments.tasks.ruler.kinds import (  # noqa: F401 (the tasks' settings and pieces, importable from here too)
     _ADJS,
     _CTX,
     _NOUNS,
