@@ -97,16 +97,12 @@ def folder_text(package: str, *parts: str) -> str:
 
 
 _LOCK = threading.RLock()
-_FOUND = False
 
 
 def _discover_folders() -> None:
-    """Import every folder of ``experiments/tasks/`` that is a package and register its ``BENCHMARK``."""
-    global _FOUND
+    """Import every folder of ``experiments/tasks/`` that is a package and register its ``BENCHMARK`` (the registry
+    calls this once, on its first lookup)."""
     with _LOCK:
-        if _FOUND:
-            return
-        _FOUND = True
         for entry in sorted(files("experiments.tasks").iterdir(), key=lambda e: e.name):
             if entry.is_dir() and entry.joinpath("__init__.py").is_file():
                 module = importlib.import_module(f"experiments.tasks.{entry.name}")
@@ -117,18 +113,21 @@ BENCHMARKS: Registry[Benchmark] = Registry("benchmarks", Benchmark, discover=_di
 
 
 def register_benchmark(benchmark: Benchmark) -> Benchmark:
-    """Add ``benchmark`` (a folder's, or a plugin module's on import); its metric modules are imported now."""
+    """Add ``benchmark`` (a folder's, or a plugin module's on import)."""
     if not isinstance(benchmark, Benchmark):
         raise UserError(f"a benchmark must be a Benchmark, got {type(benchmark).__name__}")
     BENCHMARKS.add(benchmark.name, benchmark)
-    for module in benchmark.metrics:
-        importlib.import_module(module)
     return benchmark
 
 
 def benchmarks() -> list[Benchmark]:
-    """Every benchmark: the folders, the entry points, and those registered by plugin modules imported so far."""
-    return [target for _, target in BENCHMARKS.items()]
+    """Every benchmark: the folders, the entry points, and those registered by plugin modules imported so far;
+    each one's metric modules are imported, so its metrics are registered whichever registry is asked first."""
+    found = [target for _, target in BENCHMARKS.items()]
+    for benchmark in found:
+        for module in benchmark.metrics:
+            importlib.import_module(module)
+    return found
 
 
 def _by_family() -> Mapping[str, tuple[Benchmark, RecordFormat]]:

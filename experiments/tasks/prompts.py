@@ -147,6 +147,7 @@ def build_request(spec: TaskSpec, context: CompressedContext | str, example: Exa
         chat=spec.chat,
         system=spec.system,
         context_span=context_span(spec, context, example, prompt, options) if with_span else None,
+        prompt_version=spec.prompt_version,
     )
 
 
@@ -158,4 +159,4 @@ def build_followup_request(spec: TaskSpec, first_answer: str, example: Example) 
         return None
     return GenerationRequest(prompt=followup(spec, first_answer, example),
                              max_new_tokens=spec.followup_max_new_tokens or spec.max_new_tokens, chat=spec.chat,
-                             system=spec.system)
+                             system=spec.system, prompt_version=spec.prompt_version)

@@ -25,7 +25,7 @@ def tasks() -> tuple[TaskSpec, ...]:
         rag = info["kind"] == "rag"
         out.append(TaskSpec(
             name=name, family=RAG if rag else SUMM, category=info["category"], lang="en",
-            metric=info["metric"], max_new_tokens=info["max_new_tokens"],
+            metric=info["metric"], prompt_version=info.get("prompt_version", 1), max_new_tokens=info["max_new_tokens"],
             prompt=data["rag_prompt"] if rag else info["prompt"], chat=False if rag else True,
             judge=info.get("judge"), source="experiments/tasks/helmet",
         ))

@@ -20,7 +20,7 @@ from experiments.tasks.specs import TaskSpec
 def tasks() -> tuple[TaskSpec, ...]:
     data = load_yaml(folder_text(__name__, "tasks.yaml"))
     return tuple(TaskSpec(
-        name=name, family="infinitebench", category=info["category"], lang=info["lang"], metric=info["metric"],
+        name=name, family="infinitebench", category=info["category"], lang=info["lang"], metric=info["metric"], prompt_version=info.get("prompt_version", 1),
         max_new_tokens=info["max_new_tokens"], prompt=info["prompt"], system=data["system"],
         retrieved_chunks=True, source=f"experiments/tasks/infinitebench ({info['source_task']})",
     ) for name, info in data["tasks"].items())

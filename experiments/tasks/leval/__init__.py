@@ -17,7 +17,7 @@ from experiments.tasks.specs import TaskSpec
 def tasks() -> tuple[TaskSpec, ...]:
     data = load_yaml(folder_text(__name__, "tasks.yaml"))
     return tuple(TaskSpec(
-        name=f"leval_{name}", family="leval", category=info["category"], lang="en", metric=info["metric"],
+        name=f"leval_{name}", family="leval", category=info["category"], lang="en", metric=info["metric"], prompt_version=info.get("prompt_version", 1),
         max_new_tokens=data["max_new_tokens"], prompt=data["templates"][info["template"]],
         system=data["systems"][info["system"]], length_instruction=info.get("length_instruction", False),
         length_sentence=data["length_sentence"], source="experiments/tasks/leval",

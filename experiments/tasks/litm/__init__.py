@@ -26,7 +26,7 @@ def tasks() -> tuple[TaskSpec, ...]:
         prompts = {variant: folder_text(__name__, file) for variant, file in info["prompts"].items()}
         out.append(TaskSpec(
             name=name, family="litm_kv" if name == "kv_retrieval" else "litm_qa", category=info["category"],
-            lang="en", metric=info["metric"], max_new_tokens=info["max_new_tokens"], prompt=prompts.pop("default"),
+            lang="en", metric=info["metric"], prompt_version=info.get("prompt_version", 1), max_new_tokens=info["max_new_tokens"], prompt=prompts.pop("default"),
             variants=prompts, source="experiments/tasks/litm",
         ))
     return tuple(out)

@@ -22,7 +22,7 @@ def tasks() -> tuple[TaskSpec, ...]:
     maxlen = json.loads(folder_text(__name__, "dataset2maxlen.json"))
     fixes = json.loads(folder_text(__name__, "prompt_fixes.json"))
     return tuple(TaskSpec(
-        name=name, family="longbench", category=info["category"], lang=info["lang"], metric=info["metric"],
+        name=name, family="longbench", category=info["category"], lang=info["lang"], metric=info["metric"], prompt_version=info.get("prompt_version", 1),
         max_new_tokens=maxlen[name], prompt=prompts[name], first_line_only=info.get("first_line_only", False),
         chat=info.get("chat"), fixes=tuple(tuple(f) for f in fixes.get(name, ())),
         source="experiments/tasks/longbench",

@@ -28,7 +28,7 @@ def tasks() -> tuple[TaskSpec, ...]:
     for name, info in load_yaml(folder_text(__name__, "tasks.yaml"))["tasks"].items():
         prompts = {variant: folder_text(__name__, file) for variant, file in info["prompts"].items()}
         out.append(TaskSpec(
-            name=name, family="longbench_v2", category=info["category"], lang="en", metric=info["metric"],
+            name=name, family="longbench_v2", category=info["category"], lang="en", metric=info["metric"], prompt_version=info.get("prompt_version", 1),
             max_new_tokens=info["max_new_tokens"], prompt=prompts.pop("default"), variants=prompts,
             followup_max_new_tokens=info.get("followup_max_new_tokens", 0), retrieved_chunks=True,
             source="experiments/tasks/longbench_v2",

@@ -24,7 +24,7 @@ _SINGULAR = (("Some", "A"), ("are all", "is"), ("are", "is"), ("answers", "answe
 def tasks() -> tuple[TaskSpec, ...]:
     data = load_yaml(folder_text(__name__, "tasks.yaml"))
     return tuple(TaskSpec(
-        name=name, family="ruler", category=info["category"], lang="en", metric=info["metric"],
+        name=name, family="ruler", category=info["category"], lang="en", metric=info["metric"], prompt_version=info.get("prompt_version", 1),
         max_new_tokens=data["tokens_to_generate"][info["kind"]],
         prompt=data["templates"][info["kind"]] + data["answer_prefixes"][info["kind"]],
         source=f"experiments/tasks/ruler ({info['kind']})",
