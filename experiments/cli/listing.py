@@ -3,9 +3,8 @@ plugins included; ``--config CONFIG``: the plugins one config names, wherever th
 ``ctxcomp cache info|clear`` (where the caches are, how big, what a run used; removing one run's entries)."""
 from __future__ import annotations
 
-import sys
-
 import inspect
+import sys
 from pathlib import Path
 from typing import Any, Optional
 
