@@ -63,7 +63,8 @@ def test_multi_span_and_global():
 
 
 def test_real_nq_buckets_and_reload(shared_data, tmp_path):
-    from experiments.tasks.loading import load_examples, load_litm_qa
+    from experiments.tasks.litm import load_litm_qa
+    from experiments.tasks.loading import load_examples
 
     examples = load_litm_qa(shared_data / ORACLE)
     for target in (1000, 4000):
