@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from experiments.data.records import split_swept_id
 from experiments.report.cells import Cell, Table, format_n, merged_scores, paired_vs, pos_order
-from experiments.report.lengths import length_items, length_label, length_tables, longbench_v2_table
+from experiments.report.lengths import length_items, length_label, length_tables
 from experiments.report.stats import MIN_PAIRS, PairedDelta, format_delta, format_p
 from experiments.scoring.registry import LONGBENCH_E_BUCKETS
 
@@ -310,6 +310,6 @@ def latex_table(header: Sequence[str], body: Sequence[Sequence[str]], *, caption
 
 
 __all__ = ["Table", "breakdown_table", "contrast_table", "csv_text", "cut_mark", "efficiency_table", "latex_cell",
-           "latex_table", "length_items", "length_label", "length_tables", "longbench_v2_table", "markdown_cell",
+           "latex_table", "length_items", "length_label", "length_tables", "markdown_cell",
            "markdown_table",
            "paired_over_tasks", "position_contrasts", "rows_in_order", "score_table", "task_columns"]

@@ -52,6 +52,15 @@ class RecordFormat:
     open_domain: bool = False
 
 
+@dataclass(frozen=True)
+class ReportTable:
+    """A table of a benchmark's own in the report and the view (LongBench v2's ``result.py`` table): ``build``
+    takes the report's cells and prediction lines and gives (header, rows), no rows where none of its tasks ran."""
+
+    title: str
+    build: Callable[[Any, Any], tuple[list[str], list[list[str]]]]
+
+
 PromptFn = Callable[["TaskSpec", "CompressedContext | str", "Example", "PromptOptions"], str]
 
 
@@ -64,7 +73,7 @@ class Benchmark:
     second request of a two-step task.  ``aliases``: the other names a config may give one of its tasks.  ``record_task``: the task name its converter gives examples when a config
     names ``name`` (None: each record says).  ``generate``: examples made from a config's generator section.
     ``sweep``: examples moved through positions by a config's ``sweep`` section.  ``length_bucket``: the
-    bucket of a context length when its examples carry none.  ``metrics``: the modules that register its
+    bucket of a context length when its examples carry none.  ``report_tables``: its own tables, by name.  ``metrics``: the modules that register its
     metrics (imported with the benchmark, so a metric name resolves whichever benchmark is asked first).
     """
 
@@ -78,6 +87,7 @@ class Benchmark:
     generate: Callable[["TaskSpec", Any], list["Example"]] | None = None
     sweep: Callable[["TaskSpec", list["Example"], Any], list["Example"]] | None = None
     length_bucket: Callable[[int], str] | None = None
+    report_tables: Mapping[str, ReportTable] = field(default_factory=dict)
     metrics: tuple[str, ...] = field(default=())
 
     @property
@@ -160,5 +170,5 @@ def detect_family(record: dict) -> str | None:
     return claims[0] if claims else None
 
 
-__all__ = ["BENCHMARKS", "Benchmark", "Converter", "PromptFn", "RecordFormat", "benchmark_of", "benchmarks",
+__all__ = ["BENCHMARKS", "Benchmark", "Converter", "PromptFn", "RecordFormat", "ReportTable", "benchmark_of", "benchmarks",
            "detect_family", "families", "folder_text", "record_format", "register_benchmark"]

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import functools
 import re
+from collections import defaultdict
 
 from compressors.base import CompressedContext
 from core.files import load_yaml
 from experiments.data.records import Example
-from experiments.tasks.benchmark import Benchmark, RecordFormat, folder_text
+from experiments.tasks.benchmark import Benchmark, RecordFormat, ReportTable, folder_text
 from experiments.tasks.longbench_v2 import records
 from experiments.tasks.prompts import PromptOptions, context_text
 from experiments.tasks.specs import TaskSpec
@@ -59,11 +60,30 @@ def followup(spec: TaskSpec, first_answer: str, example: Example) -> str:
     return _fill(spec.template("followup"), fields(example, cot=first_answer))
 
 
+def results_table(cells, predictions) -> tuple[list[str], list[list[str]]]:
+    """``result.py``'s Overall / Easy / Hard / Short / Medium / Long per task and arm, from the item scores (so the
+    compensated metric's 0.25 for no answer counts as in the script); rows only for this benchmark's records."""
+    from experiments.tasks.longbench_v2.metrics import COLUMNS, results_rows
+
+    wanted = {(c.task, c.config_hash): c for c in cells}
+    groups: dict[str, list[tuple[float, str, str]]] = defaultdict(list)
+    for r in predictions:
+        c = wanted.get((r.task, r.config_hash))
+        meta = r.meta or {}
+        if c is not None and "difficulty" in meta and "length" in meta and "choice_A" in meta:
+            groups[f"{c.task}\x1f{c.reader}\x1f{c.compressor}"].append((float(r.score), meta["difficulty"], meta["length"]))
+    rows = results_rows(groups)
+    return ["task", "reader", "compressor", *COLUMNS, "n"], [
+        [*name.split("\x1f"), *values, str(len(groups[name]))] for name, *values in rows]
+
+
 BENCHMARK = Benchmark(
     name="longbench_v2",
     formats=(RecordFormat("longbench_v2", records.convert, detect=records.detect),),
     tasks=tasks,
     prompt=prompt,
     followup=followup,
+    report_tables={"longbench_v2": ReportTable("LongBench v2 (result.py): accuracy overall, by difficulty and by length",
+                                               results_table)},
     metrics=("experiments.tasks.longbench_v2.metrics",),
 )
