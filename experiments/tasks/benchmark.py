@@ -68,13 +68,15 @@ PromptFn = Callable[["TaskSpec", "CompressedContext | str", "Example", "PromptOp
 class Benchmark:
     """One benchmark: its record formats, its tasks, how its prompts are built, and its optional hooks.
 
-    ``tasks``: its task specs (read from its folder's data when first asked).  ``prompt``: the user prompt
-    of one example (None: the task's template with ``{context}`` and ``{input}`` filled).  ``followup``: the
-    second request of a two-step task.  ``aliases``: the other names a config may give one of its tasks.  ``record_task``: the task name its converter gives examples when a config
-    names ``name`` (None: each record says).  ``generate``: examples made from a config's generator section.
-    ``sweep``: examples moved through positions by a config's ``sweep`` section.  ``length_bucket``: the
-    bucket of a context length when its examples carry none.  ``report_tables``: its own tables, by name.  ``metrics``: the modules that register its
-    metrics (imported with the benchmark, so a metric name resolves whichever benchmark is asked first).
+    ``tasks``: its task specs (read from its folder's data when first asked).  ``prompt``: the user prompt of
+    one example (None: the task's template with ``{context}`` and ``{input}`` filled).  ``followup``: the second
+    request of a two-step task.  ``aliases``: the other names a config may give one of its tasks.
+    ``record_task``: the task name its converter gives examples when a config names ``name`` (None: each
+    record says).  ``generate``: examples made from a config's generator section.  ``sweep``: examples moved
+    through positions by a config's ``sweep`` section (None: the gold document's sweep).  ``length_bucket``: the
+    bucket of a context length when its examples carry none.  ``report_tables``: its own tables, by name.
+    ``metrics``: the modules that register its metrics (imported with the benchmark, so a metric name resolves
+    whichever registry is asked first).
     """
 
     name: str
@@ -93,12 +95,6 @@ class Benchmark:
     @property
     def families(self) -> tuple[str, ...]:
         return tuple(f.family for f in self.formats)
-
-    def record_format(self, family: str) -> RecordFormat:
-        for fmt in self.formats:
-            if fmt.family == family:
-                return fmt
-        raise UserError(f"benchmark {self.name!r} reads no family {family!r}; it reads {', '.join(self.families)}")
 
 
 def folder_text(package: str, *parts: str) -> str:

@@ -13,7 +13,7 @@ from pathlib import Path
 from core.errors import UserError
 from experiments.data.records import Example
 from experiments.data.sources import DataError, Where, iter_records
-from experiments.tasks.benchmark import detect_family, families, record_format
+from experiments.tasks.benchmark import detect_family, record_format
 
 
 def _family_of(record: dict, where: Where) -> str:
@@ -37,15 +37,13 @@ def load_examples(
     """
     if limit is not None and limit < 0:
         raise UserError(f"limit must be >= 0, got {limit}")
-    if family is not None and family not in families():
-        raise UserError(f"unknown data family {family!r}; known: {', '.join(families())}")
     path = Path(path)
     examples: list[Example] = []
+    fmt = record_format(family) if family is not None else None
     for where, record in iter_records(path):
         if limit is not None and len(examples) >= limit:
             break
-        family = family or _family_of(record, where)
-        fmt = record_format(family)
+        fmt = fmt or record_format(_family_of(record, where))  # the first record's fields decide for the file
         examples.extend(fmt.convert(record, where, task or fmt.default_task(path.name.split(".")[0])))
     if not examples and limit != 0:
         raise DataError(str(path), None, None, "holds no records (the file is empty or only blank lines)")
