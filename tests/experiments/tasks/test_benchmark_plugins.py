@@ -78,7 +78,7 @@ def test_a_benchmark_from_outside_runs_through_every_command(add, tmp_path, monk
     run_dir = tmp_path / "run"
 
     planned = _invoke("run", config, "--dry-run", "--out", run_dir, "--plain")
-    assert "toy_qa" in planned and not (run_dir / "predictions.jsonl").exists()
+    assert task in planned and not (run_dir / "predictions.jsonl").exists()
     _invoke("run", config, "--out", run_dir, "--no-report")
     lines = [json.loads(line) for line in (run_dir / "predictions.jsonl").read_text().splitlines()]
     assert len(lines) == 8 and {line["metric"] for line in lines} == {"toy_digits"}
