@@ -119,12 +119,14 @@ def _add_benchmark_tasks() -> None:
 TASKS: Registry[TaskSpec] = Registry("tasks", TaskSpec, discover=_add_benchmark_tasks)
 
 
-def _aliases() -> dict[str, str]:
-    """Other names configs give tasks (LongBench-E's ``<task>_e``, L-Eval's names without ``leval_``)."""
-    out: dict[str, str] = {}
+def _named() -> dict[str, TaskSpec]:
+    """Every benchmark's tasks by the names configs give them: their own (a benchmark a plugin module registered
+    after the registry was filled is found here too) and their aliases (LongBench-E's ``<task>_e``, L-Eval's
+    names without ``leval_``)."""
+    out: dict[str, TaskSpec] = {}
     for bench in benchmarks():
         for spec in bench.tasks():
-            out.update(dict.fromkeys(bench.aliases(spec), spec.name))
+            out.update(dict.fromkeys((spec.name, *bench.aliases(spec)), spec))
     return out
 
 
@@ -134,12 +136,12 @@ def get_task(name: str) -> TaskSpec:
         return TaskSpec.from_file(name)
     if name in TASKS:
         return TASKS.get(name)
-    aliases = _aliases()
-    if isinstance(name, str) and name in aliases:
-        return TASKS.get(aliases[name])
+    named = _named()
+    if isinstance(name, str) and name in named:
+        return named[name]
     if not isinstance(name, str) or not name or ":" in name:  # an import path, or the registry's one-line error
         return _checked(TASKS.get(name))
-    short = {alias for alias in aliases if not alias.endswith("_e")}  # LongBench-E's would double the list
+    short = {alias for alias in named if not alias.endswith("_e")}  # LongBench-E's would double the list
     known = sorted({*TASKS.names(), *short})
     close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
     hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""

@@ -92,6 +92,7 @@ def test_a_benchmark_from_outside_runs_through_every_command(add, tmp_path, monk
     preds = tmp_path / "preds.jsonl"
     preds.write_text('{"pred": "the code is 101", "answers": ["101"]}\n{"pred": "none", "answers": ["102"]}\n')
     assert _invoke("score", preds, "--dataset", task).strip() == "50.0"
+    assert get_task("toy_qa") == get_task(task)  # once known, by its short name too
 
 
 def test_a_folders_benchmark_owns_its_family(tmp_path, monkeypatch, fresh_registries):
