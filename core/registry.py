@@ -52,10 +52,14 @@ class Registry(Generic[T]):
     user.  ``base`` is checked on resolution (a subclass, or an instance).
     """
 
-    def __init__(self, kind: str, base: type | None = None, *, noun: str | None = None) -> None:
+    def __init__(self, kind: str, base: type | None = None, *, noun: str | None = None,
+                 discover: Callable[[], None] | None = None) -> None:
         self.kind = kind  # plural, as in the entry-point group ``ctxcomp.<kind>``
         self.noun = noun or (kind[:-1] if kind.endswith("s") else kind)
         self.base = base
+        # fills the registry on first lookup (benchmark folders register tasks and metrics), so importing a
+        # registry never imports every component
+        self._discover = discover
         self._entries: dict[str, Any] = {}
         self._entry_points_loaded = False
         self._from_entry_points: set[str] = set()
@@ -152,6 +156,8 @@ class Registry(Generic[T]):
         if self._entry_points_loaded:
             return
         self._entry_points_loaded = True
+        if self._discover is not None:
+            self._discover()
         for ep in entry_points(group=f"ctxcomp.{self.kind}"):
             self.add(ep.name, ep.value)
             self._from_entry_points.add(ep.name)

@@ -1,9 +1,11 @@
 """The versions that decide what a run computes: ctxcomp's own prompt building and scoring, and the installed
 libraries that do the arithmetic.
 
-``PROMPT_VERSION`` and ``SCORING_VERSION`` are bumped by hand whenever a change to ctxcomp changes the prompts it
-builds from a task's examples (``experiments.tasks``: templates, truncation of the question, rendering of
-documents and chunks, follow-up requests) or the score a metric gives a prediction (``experiments.scoring``).
+``PROMPT_VERSION`` and ``SCORING_VERSION`` are bumped by hand whenever a change to ctxcomp's shared code changes the
+prompts it builds from every task's examples (``experiments.tasks``: truncation of the question, rendering of
+documents and chunks, follow-up requests) or the score a metric gives a prediction (``experiments.scoring``).  A
+change to one task's own prompts bumps that task's ``prompt_version`` instead (``TaskSpec``), which re-asks only
+that task's generations.
 They go into every generation cache key, so a fix in either never hides behind a generation cached before it,
 and into every run's manifest, so ``ctxcomp compare`` can say when two runs were made by different versions.
 ``tests/core/test_versions.py`` records a digest of the prompts and scores ctxcomp gives a fixed set of

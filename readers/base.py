@@ -41,7 +41,9 @@ class GenerationRequest:
     extractive baseline) never reads the instructions, template or question
     as evidence; model readers ignore it.  It is not part of the generation
     cache key (``readers.cache``): the builder derives it from the prompt it
-    writes, so the same prompt always carries the same span.
+    writes, so the same prompt always carries the same span.  ``prompt_version``: the version of the task's own
+    prompts (bumped when they change, so only that task's cached generations are asked again); it joins the
+    cache key when above 1, so the keys of prompts never bumped stay as they were.
     """
 
     prompt: str
@@ -51,6 +53,7 @@ class GenerationRequest:
     chat: bool | None = None
     system: str | None = None
     context_span: tuple[int, int] | None = None
+    prompt_version: int = 1
 
     def flat_prompt(self) -> str:
         """The text a completion-style reader sees: the system text glued in front, as L-Eval's prompts read."""

@@ -47,6 +47,8 @@ def generation_key(identity: str, req: GenerationRequest, versions: str = "") ->
         payload.append({"system": req.system})
     if versions:
         payload.append({"versions": versions})
+    if req.prompt_version != 1:
+        payload.append({"prompt_version": req.prompt_version})
     return hashlib.sha256(json.dumps(payload, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 

@@ -16,8 +16,9 @@ ALLOWED = {
     "compressors": {"compressors", "indexes", "retrievers", "readers", "core"},
     "experiments": set(PACKAGES),
 }
-# rooms of experiments/, bottom up; a room may import only rooms at its own level or below
-ROOMS = [{"inference"}, {"data"}, {"tasks", "protocols"}, {"scoring"}, {"report"}, {"view"}, {"run"}, {"design", "judge"},
+# rooms of experiments/, bottom up; a room may import only rooms at its own level or below (scoring sits beside
+# tasks: a benchmark's folder registers its metrics, and scoring asks a task its metric)
+ROOMS = [{"inference"}, {"data"}, {"tasks", "protocols", "scoring"}, {"report"}, {"view"}, {"run"}, {"design", "judge"},
          {"cli"}]
 
 

@@ -41,9 +41,9 @@ def build_m4le(
     out: Path = typer.Option(..., "--out", help="Output .jsonl or .jsonl.gz (M4LE format)."),
 ) -> None:
     """M4LE-style long instances built from short ones, one record per line."""
-    from experiments.data.loaders import load_examples
     from experiments.data.store import write_jsonl
-    from experiments.protocols.m4le import build_m4le as build
+    from experiments.tasks.loading import load_examples
+    from experiments.tasks.m4le.build import build_m4le as build
 
     if n < 1:
         raise UserError(f"--n must be >= 1, got {n}")
@@ -109,9 +109,9 @@ def build_ruler(
     out: Path = typer.Option(..., "--out", help="Output folder; one ruler_<task>.jsonl per task, every length in it."),
 ) -> None:
     """RULER-style tasks at target lengths in a tokenizer's tokens, offline and seeded (docs/protocols.md)."""
-    from experiments.data.loaders import load_examples
     from experiments.data.store import write_jsonl
-    from experiments.protocols.ruler import generate, token_counter
+    from experiments.tasks.loading import load_examples
+    from experiments.tasks.ruler.generate import generate, token_counter
 
     names = [t.strip() for t in tasks.split(",") if t.strip()]
     if "qa" in names and qa_source is None:

@@ -4,6 +4,7 @@ plugins included; ``--config CONFIG``: the plugins one config names, wherever th
 from __future__ import annotations
 
 import inspect
+import sys
 from pathlib import Path
 from typing import Any, Optional
 
@@ -14,7 +15,7 @@ from core.errors import UserError
 from core.registry import registries
 from experiments.cli.errors import plain_output, print_table, user_errors
 
-KINDS = ("tasks", "metrics", "compressors", "retrievers", "readers", "chunkers")
+KINDS = ("benchmarks", "tasks", "metrics", "compressors", "retrievers", "readers", "chunkers")
 TASK_SELECTION = ("Which questions a task section takes: `limit: N` keeps the first N questions of the file, in "
                   "file order; `sample: {n: 48, seed: 0, by: document}` a seeded sample, dealt round-robin over "
                   "documents (`by: none`: over questions alone), the sample of n a prefix of any larger one.")
@@ -25,6 +26,7 @@ def _load_builtin_registries() -> None:
     import compressors.registry  # noqa: F401  (registries fill themselves on import)
     import experiments.scoring  # noqa: F401
     import experiments.tasks  # noqa: F401
+    import experiments.tasks.benchmark  # noqa: F401
     import indexes.chunking  # noqa: F401
     import readers.registry  # noqa: F401
     import retrievers.registry  # noqa: F401
@@ -52,6 +54,9 @@ def describe(kind: str, name: str, target: Any) -> list[str]:
         return [name, f"{target.family}, {target.category}", f"metric={target.metric}, max_new_tokens={target.max_new_tokens}"]
     if kind == "metrics":
         return [name, target.doc or _first_line(target.score.__doc__), target.reference]
+    if kind == "benchmarks":
+        return [name, _first_line(sys.modules[target.tasks.__module__].__doc__),
+                f"families: {', '.join(target.families)}; tasks: {len(tuple(target.tasks()))}"]
     return [name, _first_line(target.__doc__), _params(target)]
 
 

@@ -1,5 +1,6 @@
-"""Data: the ``Example`` record, loaders for the published formats, synthetic data, files on disk."""
-from experiments.data.loaders import DataError, load_examples
+"""Data: the ``Example`` record, reading record files, synthetic data, files on disk (a benchmark's own record
+formats live in its folder, ``experiments/tasks/<benchmark>/``)."""
 from experiments.data.records import Example
+from experiments.data.sources import DataError
 
-__all__ = ["DataError", "Example", "load_examples"]
+__all__ = ["DataError", "Example"]

@@ -1,7 +1,7 @@
 """Reading a data file: JSON lines (plain or gzip) or a JSON array, each record with where it came from.
 
 Every problem is a ``DataError`` naming ``file:line`` and the field, whatever the published format; the
-loaders of each family (``experiments.data.loaders``) turn records into examples.
+loaders of each family (``experiments.tasks.loading``) turn records into examples.
 """
 from __future__ import annotations
 

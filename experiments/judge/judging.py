@@ -20,7 +20,7 @@ OpenAI-compatible endpoint or fleet) and its prompts from
   summary states) and precision (sentences of the summary the reference
   supports), value their F1; a task naming HELMET's rubric (``judge:``) gets
   HELMET's three requests instead, word for word with their few-shot
-  examples, read as HELMET reads them (``experiments.scoring.helmet``).
+  examples, read as HELMET reads them (``experiments.tasks.helmet.metrics``).
 
 Verdicts are parsed strictly: an output without exactly one verdict, or
 whose JSON lacks a field or holds a value out of range, is a failed
@@ -224,7 +224,7 @@ class Judge:
         numbers (``helmet``) in its parts, so the report counts such failures and HELMET's mean can be rebuilt.
         ``examples=False`` drops HELMET's few-shot examples from the requests.
         """
-        from experiments.scoring.helmet import (
+        from experiments.tasks.helmet.metrics import (
             HELMET_JUDGE_MAX_NEW_TOKENS,
             helmet_reading,
             keypoints,

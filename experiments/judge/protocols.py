@@ -89,7 +89,7 @@ def _parse_precision(text: str) -> dict[str, int]:
 
 def _helmet_object(text: str) -> dict[str, Any]:
     """The JSON object HELMET's ``parse_json`` reads from the judge's output."""
-    from experiments.scoring.helmet import helmet_json
+    from experiments.tasks.helmet.metrics import helmet_json
 
     data = helmet_json(text)
     if not isinstance(data, dict):

@@ -11,8 +11,8 @@ from typing import Any, TypeVar
 
 from core.errors import ParamError, UserError
 from core.registry import ComponentSpec
-from experiments.data.loaders import load_litm_qa
 from experiments.data.records import Example
+from experiments.tasks.litm import load_litm_qa
 from indexes.types import Chunk, Passage, unique_passages
 from retrievers.base import Retriever
 from retrievers.contract import Checked

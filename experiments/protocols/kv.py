@@ -14,8 +14,8 @@ from typing import Any, Sequence
 
 from core.errors import UserError
 from core.memory import no_cycle_collection
-from experiments.data.loaders import litm_kv_example
 from experiments.data.records import Example, swept_id
+from experiments.tasks.litm.records import litm_kv_example
 
 # the bits ``uuid.UUID(int=..., version=4)`` sets: the version nibble to 4, the variant's two top bits to 10
 _V4_KEEP = ~((0xF000 << 64) | (0xC000 << 48))

@@ -170,3 +170,26 @@ def add_distractors(
         pending = retry
         k = min(len(index), k * 4)
     return [out_by_id[ex.id] for ex in examples]
+
+
+def gold_sweep(examples: list[Example], task: Any) -> list[Example]:
+    """A config's ``sweep`` section on multi-document examples: the gold document through each position among
+    ``num_docs`` (distractors added from the task's file where the examples lack them), plus the closed-book
+    and oracle arms it asks for.  ``task``: the run config's task (its ``key``, ``file`` and ``sweep``)."""
+    section = task.sweep
+    num_docs = section.num_docs or max(len(ex.passages) for ex in examples)
+    if any(len(distractors(ex)) < num_docs - 1 for ex in examples):
+        if section.distractors is None:
+            raise UserError(f"task {task.key!r}: {num_docs} documents need distractors these examples lack; "
+                            "add `distractors: {method: retriever}` (or `random`) to the sweep")
+        from experiments.protocols.corpus import load_litm_corpus
+
+        d = section.distractors
+        _, corpus = load_litm_corpus(task.file)  # the whole file, whatever `limit` keeps
+        examples = add_distractors(examples, corpus, num_docs, d.retriever.spec, method=d.method, seed=d.seed)
+    out = position_sweep(examples, section.positions, num_docs)
+    if section.closed_book:
+        out += [closed_book(ex) for ex in examples]
+    if section.oracle:
+        out += [oracle(ex) for ex in examples]
+    return out

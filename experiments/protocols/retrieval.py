@@ -77,7 +77,7 @@ def litm_corpus_and_queries(path: str | Path, limit: int | None = None) -> tuple
 def litm_questions(path: str | Path, limit: int | None = None) -> list[Query]:
     """The first ``limit`` questions of a Lost in the Middle file as queries (ids ``q0``, ``q1``, ... as
     :func:`litm_corpus_and_queries` gives them), its passages left out: another corpus is searched."""
-    from experiments.data.loaders import load_litm_qa
+    from experiments.tasks.litm import load_litm_qa
 
     questions = load_litm_qa(str(path))[:limit] if limit is not None else load_litm_qa(str(path))
     return [Query(f"q{i}", q.query, q.answers) for i, q in enumerate(questions)]

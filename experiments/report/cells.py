@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,8 @@ from experiments.data.store import RunDir
 from experiments.inference.paired import mean_interval, paired_delta
 from experiments.inference.results import MIN_PAIRS, MeanInterval, PairedDelta
 from experiments.inference.verdicts import TOO_FEW, NonInferiority, noninferiority_test
-from experiments.scoring.registry import ItemScore, aggregate, length_bucket
+from experiments.scoring.registry import ItemScore, aggregate
+from experiments.tasks.benchmark import benchmark_of
 from experiments.tasks.specs import get_task
 
 # a table of the report: its header and its rows of text, as report.md, tables/*.csv and the view show it
@@ -191,11 +192,12 @@ def _category(spec_name: str) -> str:
         return ""
 
 
-def _family(spec_name: str) -> str:
+def _length_bucket(spec_name: str) -> Callable[[int], str] | None:
+    """How the task's benchmark buckets a context length its examples do not bucket themselves (None: it does not)."""
     try:
-        return get_task(spec_name).family
-    except (UnknownComponentError, UserError):
-        return ""
+        return benchmark_of(get_task(spec_name).family).length_bucket
+    except (UnknownComponentError, UserError):  # a plugin task no longer installed: still report it
+        return None
 
 
 def compute_cells(predictions: Sequence[Prediction], failures: Sequence[Failure] = (),
@@ -227,13 +229,13 @@ def compute_cells(predictions: Sequence[Prediction], failures: Sequence[Failure]
         items = [ItemScore(float(r.score), r.score_parts or {}) for r in recs]
         buckets: dict[str, list[float]] = defaultdict(list)
         positions: dict[str, list[float]] = defaultdict(list)
-        family = _family(spec_name)
+        bucket_of = _length_bucket(spec_name)
         for r in recs:
             meta = r.meta or {}
             if "length_bucket" in meta:
                 buckets[str(meta["length_bucket"])].append(float(r.score))
-            elif family == "longbench":
-                buckets[length_bucket(int(r.length or 0))].append(float(r.score))
+            elif bucket_of is not None:
+                buckets[bucket_of(int(r.length or 0))].append(float(r.score))
             pos = position_key(meta)
             if pos is not None:
                 positions[pos].append(float(r.score))

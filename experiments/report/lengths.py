@@ -109,20 +109,3 @@ def _length_delta(pd: PairedDelta) -> str:
     if pd.n == 0:
         return ""
     return (format_delta(pd) if pd.n >= MIN_PAIRS else f"{pd.delta:+.2f}") + f" (n={format_n(pd.n, pd.clusters)})"
-
-
-def longbench_v2_table(cells: Sequence[Cell], predictions: Sequence) -> Table:
-    """LongBench v2 ``result.py``'s Overall / Easy / Hard / Short / Medium / Long per task and arm, from the item
-    scores (so the compensated metric's 0.25 for no answer counts as in the script)."""
-    from experiments.scoring.longbench_v2 import COLUMNS, results_rows
-
-    wanted = {(c.task, c.config_hash): c for c in cells}
-    groups: dict[str, list[tuple[float, str, str]]] = defaultdict(list)
-    for r in predictions:
-        c = wanted.get((r.task, r.config_hash))
-        meta = r.meta or {}
-        if c is not None and "difficulty" in meta and "length" in meta and "choice_A" in meta:
-            groups[f"{c.task}\x1f{c.reader}\x1f{c.compressor}"].append((float(r.score), meta["difficulty"], meta["length"]))
-    rows = results_rows(groups)
-    return ["task", "reader", "compressor", *COLUMNS, "n"], [
-        [*name.split("\x1f"), *values, str(len(groups[name]))] for name, *values in rows]

@@ -13,11 +13,12 @@ from experiments.inference.verdicts import NOT_WORSE, WORSE
 from experiments.report.cells import Cell, RunData, Table
 from experiments.report.curve import curve_contrasts, curve_rows, saturation
 from experiments.report.estimand import estimand_text, estimands
-from experiments.report.lengths import length_tables, longbench_v2_table
+from experiments.report.lengths import length_tables
 from experiments.report.tables import breakdown_table, contrast_table, efficiency_table, position_contrasts, score_table
 from experiments.report.tradeoff.analysis import tradeoff_analysis
 from experiments.report.tradeoff.noninferiority import run_margin
 from experiments.report.truncation import truncation_warnings
+from experiments.tasks.benchmark import benchmarks
 
 
 @dataclass
@@ -64,11 +65,12 @@ def report_tables(data: RunData) -> Analysis:
 
 
 def context_length_tables(data: RunData) -> dict[str, Table]:
-    """The score-by-length tables (with intervals, and deltas vs full paired by length) and LongBench v2's
-    result.py table, when the run has tasks they apply to."""
+    """The score-by-length tables (with intervals, and deltas vs full paired by length) and the benchmarks' own
+    tables (LongBench v2's result.py table), when the run has tasks they apply to."""
     scores, deltas = length_tables(data.cells, data.predictions)
-    return {"score_by_length": scores, "length_deltas": deltas,
-            "longbench_v2": longbench_v2_table(data.cells, data.predictions)}
+    own = {name: table.build(data.cells, data.predictions)
+           for bench in benchmarks() for name, table in bench.report_tables.items()}
+    return {"score_by_length": scores, "length_deltas": deltas, **own}
 
 
 MAX_NAMED = 6  # a summary line names at most this many rows, then says how many more

@@ -117,7 +117,7 @@ def write_report(run: str | Path | RunData, *, plots: bool = True) -> tuple[str,
     for name, (header, body) in analysis.tables.items():
         if body:  # the CSV for analysis, the same rows as LaTeX for a paper
             write_atomic(run_dir / "tables" / f"{name}.csv", csv_text(header, body))
-            write_atomic(run_dir / "tables" / f"{name}.tex", latex_table(header, body, caption=TITLES.get(name, name),
+            write_atomic(run_dir / "tables" / f"{name}.tex", latex_table(header, body, caption=table_title(name),
                                                                          label=name))
     curve_paths = write_curve(analysis.curve, analysis.saturation, run_dir, plots=plots) if analysis.curve else []
     plot_paths = _write_plots(run_dir, cells, data) if plots else []
@@ -132,7 +132,6 @@ def write_report(run: str | Path | RunData, *, plots: bool = True) -> tuple[str,
 TITLES = {
     "score_by_length": "Score by context length, per arm (mean [95% interval] (n)): the effective length",
     "length_deltas": "Compressed minus full context at each length, paired on the example ([95% interval], n)",
-    "longbench_v2": "LongBench v2 (result.py): accuracy overall, by difficulty and by length",
     "scores": "Scores",
     "efficiency": "Compression, tokens, cost and latency (means per example, one row per task)",
     "length_buckets": "Scores by length bucket",
@@ -152,6 +151,16 @@ TITLES = {
     "order": "Document order minus score order at equal budgets, paired on the example (OP-RAG)",
     "chunks": "Chunks kept and score along each retrieval line (OP-RAG's inverted U)",
 }
+
+
+def table_title(name: str) -> str:
+    """A report table's title: the shared ones above, else the title a benchmark gives its own table."""
+    if name in TITLES:
+        return TITLES[name]
+    from experiments.tasks.benchmark import benchmarks
+
+    own = {key: table.title for bench in benchmarks() for key, table in bench.report_tables.items()}
+    return own.get(name, name)
 # what a table's numbers mean, said under its title (docs/metrics.md has the references)
 NOTES = {
     "cost": "Compressor seconds are its wall time, with model work a cache served (summaries, embeddings) counted "
@@ -224,7 +233,7 @@ def render_markdown(data: RunData, analysis: Analysis, plot_paths: Sequence[Path
         if name != "curve_contrasts" and (body or notes):
             scores_note = SCORES_NOTE if any(c.is_full for c in data.cells) else SCORES_NOTE_NO_FULL
             note = scores_note if name == "scores" else NOTES.get(name)
-            parts += ["", f"## {TITLES[name]}"] + ([""] + [note] if note and body else [])
+            parts += ["", f"## {table_title(name)}"] + ([""] + [note] if note and body else [])
             parts += ["", markdown_table(header, body)] if body else []
             parts += [""] + [f"- not computed: {markdown_cell(n)}" for n in notes] if notes else []
     judged = judged_cells(run_dir)
@@ -303,5 +312,5 @@ def _write_plots(run_dir: Path, cells: Sequence[Cell], data: RunData | None = No
     return [Path(p) for p in paths]
 
 
-__all__ = ["CURVE_NOTE", "NOTES", "SCORES_NOTE", "SCORES_NOTE_NO_FULL", "TITLES", "render_markdown", "with_analysis",
+__all__ = ["CURVE_NOTE", "NOTES", "SCORES_NOTE", "SCORES_NOTE_NO_FULL", "TITLES", "render_markdown", "table_title", "with_analysis",
            "write_report", "write_scores"]

@@ -6,11 +6,12 @@ from pathlib import Path
 
 from core.errors import UserError
 from core.registry import ComponentSpec
-from experiments.data.loaders import load_examples, load_hf
 from experiments.data.records import Example
 from experiments.data.sampling import draw_sample
 from experiments.run.config import RunConfig, TaskConfig
 from experiments.run.sharding import ShardPlan
+from experiments.tasks.benchmark import benchmark_of, record_format
+from experiments.tasks.loading import load_examples, load_hf
 from experiments.tasks.specs import TaskSpec, get_task
 
 
@@ -37,7 +38,7 @@ def load_task_examples(task: TaskConfig, *, progress: bool = False, shards: Shar
         examples = load_hf(task.hf, name=task.hf_name, split=task.split, family=spec.family,
                            task=_task_name(spec, task))[: task.limit]
     elif task.ruler is not None:
-        examples = _ruler_examples(spec, task)
+        examples = _generated(spec, task)
     else:
         examples = _synthetic_examples(task)[: task.limit]
     if task.sample is not None:
@@ -109,32 +110,13 @@ def run_pools(run_dir: str | Path) -> dict[str, tuple[int | None, int]]:
     return source_pools(parse_config(yaml.safe_load(path.read_text(encoding="utf-8")) or {}))
 
 
-def _ruler_examples(spec: TaskSpec, task: TaskConfig) -> list[Example]:
-    """RULER-style records generated from the config (``limit`` keeps the first N per length)."""
-    from experiments.data.catalog import catalog, local_file
-    from experiments.data.loaders import examples_from_records
-    from experiments.protocols.ruler import generate, token_counter
-
-    src = task.ruler
-    assert src is not None  # guaranteed by TaskConfig validation
-    if spec.family != "ruler":
-        raise UserError(f"task {task.key!r}: `ruler:` generates RULER-style tasks, not {spec.family} ({task.name})")
-    qa: list[Example] = []
-    if src.qa_source is not None:
-        qa_file = str(local_file(src.qa_source)) if src.qa_source in catalog() else src.qa_source
-        qa = load_examples(qa_file)
-    essay = _read_text(src.essay) if src.essay is not None else None
-    n = min(src.n, task.limit) if task.limit else src.n
-    records = generate(spec.name.removeprefix("ruler_"), src.lengths, n, count=token_counter(src.tokenizer),
-                       seed=src.seed, haystack=src.haystack, essay_text=essay, qa_examples=qa)
-    return examples_from_records(records, "ruler", spec.name, f"generated:{task.key}")
-
-
-def _read_text(path: str) -> str:
-    try:
-        return open(path, encoding="utf-8").read()
-    except (OSError, UnicodeDecodeError) as err:
-        raise UserError(f"cannot read the haystack text {path}: {err}") from None
+def _generated(spec: TaskSpec, task: TaskConfig) -> list[Example]:
+    """Examples the task's benchmark generates from the config (RULER's ``ruler:`` section)."""
+    generate = benchmark_of(spec.family).generate
+    if generate is None:
+        raise UserError(f"task {task.key!r}: `ruler:` generates RULER-style tasks; the benchmark of {task.name} "
+                        f"({spec.family}) generates none")
+    return generate(spec, task)
 
 
 def _chunked(examples: list[Example], task: TaskConfig) -> list[Example]:
@@ -156,7 +138,7 @@ def _chunked(examples: list[Example], task: TaskConfig) -> list[Example]:
 
 
 def _task_name(spec: TaskSpec, task: TaskConfig) -> str | None:
-    return None if spec.family == "longbench" and task.name.endswith("_e") else spec.name
+    return benchmark_of(spec.family).record_task(spec, task.name)
 
 
 def _synthetic_examples(task: TaskConfig) -> list[Example]:
@@ -172,37 +154,13 @@ def _synthetic_examples(task: TaskConfig) -> list[Example]:
 
 
 def _sweep(spec: TaskSpec, examples: list[Example], task: TaskConfig) -> list[Example]:
-    sweep = task.sweep
-    assert sweep is not None
-    if spec.family == "litm_kv":
-        from experiments.protocols.kv import key_position_sweep
+    """The benchmark's own sweep, else the gold document through positions (``protocols.litm.gold_sweep``)."""
+    sweep = benchmark_of(spec.family).sweep
+    if sweep is not None:
+        return sweep(spec, examples, task)
+    from experiments.protocols.litm import gold_sweep
 
-        return key_position_sweep(examples, sweep.positions)
-    from experiments.protocols import litm
-
-    num_docs = sweep.num_docs or max(len(ex.passages) for ex in examples)
-    if any(len(litm.distractors(ex)) < num_docs - 1 for ex in examples):
-        if sweep.distractors is None:
-            raise UserError(f"task {task.key!r}: {num_docs} documents need distractors these examples lack; "
-                            "add `distractors: {method: retriever}` (or `random`) to the sweep")
-        examples = _with_distractors(examples, task, num_docs)
-    out = litm.position_sweep(examples, sweep.positions, num_docs)
-    if sweep.closed_book:
-        out += [litm.closed_book(ex) for ex in examples]
-    if sweep.oracle:
-        out += [litm.oracle(ex) for ex in examples]
-    return out
-
-
-def _with_distractors(examples: list[Example], task: TaskConfig, num_docs: int) -> list[Example]:
-    from experiments.protocols.corpus import load_litm_corpus
-    from experiments.protocols.litm import add_distractors
-
-    sweep = task.sweep
-    assert sweep is not None and sweep.distractors is not None and task.file is not None
-    _, corpus = load_litm_corpus(task.file)  # the whole file, whatever `limit` keeps
-    d = sweep.distractors
-    return add_distractors(examples, corpus, num_docs, d.retriever.spec, method=d.method, seed=d.seed)
+    return gold_sweep(examples, task)
 
 
 def _open_domain(spec: TaskSpec, examples: list[Example], task: TaskConfig, progress: bool,
@@ -217,8 +175,9 @@ def _open_domain(spec: TaskSpec, examples: list[Example], task: TaskConfig, prog
     if corpus_file is None:
         raise UserError(f"task {task.key!r}: open_domain needs a corpus file (`corpus:`, or the task's `path:` "
                         "or `data:`)")
-    if spec.family != "litm_qa":
-        raise UserError(f"task {task.key!r}: open_domain works on Lost in the Middle QA tasks, not {spec.family}")
+    if not record_format(spec.family).open_domain:
+        raise UserError(f"task {task.key!r}: open_domain works on tasks whose records hold a question and gold-marked "
+                        f"passages (Lost in the Middle QA), not {spec.family}")
     if od.corpus and is_corpus_file(od.corpus):  # a passage corpus by name or path, searched from disk
         search = open_corpus_search(od.corpus, od.retriever.spec, progress=progress,
                                     pool_for=shards.encoder_pool if shards is not None else None)

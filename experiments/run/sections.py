@@ -202,7 +202,7 @@ class OpenDomainConfig(_Strict):
 
 
 class RulerSource(_Strict):
-    """RULER-style examples generated in place (``experiments.protocols.ruler``), ``n`` per length.
+    """RULER-style examples generated in place (``experiments.tasks.ruler.generate``), ``n`` per length.
 
     ``lengths`` are targets in ``tokenizer``'s tokens (``words``; ``tiktoken:NAME``; a Hugging Face id or
     folder; ``reader:NAME``: the tokenizer of that reader, e.g. ``reader:smollm2``).  ``haystack``: ``essay``

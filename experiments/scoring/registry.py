@@ -7,8 +7,8 @@ A metric that reports named parts (L-Eval's ROUGE-1/2/L) may set its own
 dataset aggregate from the part means (``aggregate_parts``).
 
 A new metric is one file: decorate a function with ``@metric("name",
-reference=...)`` and register the module under the entry-point group
-``ctxcomp.metrics`` (or import it before the run).
+reference=...)`` and name the module in its benchmark's ``metrics`` (or register it under the entry-point group
+``ctxcomp.metrics``, or import it before the run).
 """
 from __future__ import annotations
 
@@ -49,7 +49,14 @@ class Metric:
         return self.score(prediction, ground_truth, all_classes=all_classes)
 
 
-METRICS: Registry[Metric] = Registry("metrics", Metric)
+def _benchmark_metrics() -> None:
+    """Each benchmark registers its own metrics (``experiments/tasks/<benchmark>/metrics.py``) when it is found."""
+    from experiments.tasks.benchmark import benchmarks
+
+    benchmarks()
+
+
+METRICS: Registry[Metric] = Registry("metrics", Metric, discover=_benchmark_metrics)
 
 
 def metric(name: str, *, reference: str, parts: PartsFn | None = None,

@@ -2,7 +2,8 @@
 
 Long contexts are inserted byte for byte: templates are filled by replacing
 their known fields, never by ``str.format`` on user text, so braces in a
-context or query are safe.
+context or query are safe.  A benchmark whose prompts are more than its template with ``{context}`` and
+``{input}`` filled builds them itself (its ``Benchmark.prompt``); the helpers here are what they share.
 """
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from dataclasses import dataclass
 
 from compressors.base import CompressedContext
 from core.errors import UserError
-from experiments.data.records import Example, render_litm_documents, render_litm_kv
+from experiments.data.records import Example
+from experiments.tasks.benchmark import benchmark_of
 from experiments.tasks.specs import TaskSpec
 from readers.base import GenerationRequest
 
@@ -42,24 +44,30 @@ def fill_template(template: str, **fields: str) -> str:
     return _FIELD.sub(lambda m: fields[m.group(1)] if m.group(1) in fields else m.group(0), template)
 
 
-def _text_of(context: CompressedContext | str) -> str:
+def text_of(context: CompressedContext | str) -> str:
     return context if isinstance(context, str) else context.text
 
 
-def _litm_qa(spec: TaskSpec, context: CompressedContext | str, query: str, query_aware: bool) -> str:
-    passages = () if isinstance(context, str) else context.passages
-    documents = render_litm_documents(passages) if passages else _text_of(context)
-    if not documents.strip():
-        return fill_template(spec.template("closed_book"), question=query)
-    template = spec.template("query_aware" if query_aware else "default")
-    return fill_template(template, search_results=documents, question=query)
+def retrieved_chunks(context: CompressedContext | str, example: Example) -> list[str] | None:
+    """The kept units' texts in document order (LongBench v2's ``pred.py`` sorts by ``c_idx``), or None when the
+    compressor did not keep units of the example."""
+    if isinstance(context, str) or not context.kept_chunks or not context.passages or not example.passages:
+        return None
+    position = {p.doc_id: i for i, p in enumerate(example.passages)}
+    kept = sorted(context.passages, key=lambda p: position.get(p.doc_id, len(position)))
+    return [p.text for p in kept]
 
 
-def _litm_kv(spec: TaskSpec, context: CompressedContext | str, query: str, query_aware: bool) -> str:
-    passages = () if isinstance(context, str) else context.passages
-    data = render_litm_kv(p.text for p in passages) if passages else _text_of(context)
-    template = spec.template("query_aware" if query_aware else "default")
-    return fill_template(template, formatted_kv_records=data, key=query)
+def render_retrieved(chunks: list[str]) -> str:
+    """LongBench v2 ``pred.py --rag``: ``Retrieved chunk {i}: {content}``, 1-based, joined by blank lines."""
+    return "\n\n".join(f"Retrieved chunk {i}: {text}" for i, text in enumerate(chunks, start=1))
+
+
+def context_text(spec: TaskSpec, context: CompressedContext | str, example: Example) -> tuple[str, bool]:
+    """The text that fills a template's context, and whether it is the kept chunks: a task with
+    ``retrieved_chunks`` shows a compressor's kept units of the example as ``Retrieved chunk i: ...``."""
+    chunks = retrieved_chunks(context, example) if spec.retrieved_chunks else None
+    return (render_retrieved(chunks), True) if chunks is not None else (text_of(context), False)
 
 
 def length_sentence(spec: TaskSpec, example: Example) -> str:
@@ -72,29 +80,24 @@ def length_sentence(spec: TaskSpec, example: Example) -> str:
 
 def build_prompt(spec: TaskSpec, context: CompressedContext | str, example: Example,
                  options: PromptOptions = PromptOptions()) -> str:
-    """The user prompt for one example.
+    """The user prompt for one example, as the task's benchmark builds it (:func:`template_prompt` unless it
+    builds its own)."""
+    own = benchmark_of(spec.family).prompt
+    return own(spec, context, example, options) if own is not None else template_prompt(spec, context, example, options)
 
-    LongBench, L-Eval and M4LE fill ``spec.prompt`` (LongBench's templates
-    already state the instruction before and after the context, so
-    ``query_aware`` changes nothing there).  Lost in the Middle tasks render
-    the kept passages as documents / JSON pairs in the paper's prompt files.
-    """
-    from experiments.tasks.formats import family_prompt
 
-    newer = family_prompt(spec, context, example)
-    if newer is not None:
-        return newer
+def template_prompt(spec: TaskSpec, context: CompressedContext | str, example: Example,
+                    options: PromptOptions = PromptOptions()) -> str:
+    """``spec.prompt`` with ``{context}`` and ``{input}`` filled (LongBench, L-Eval, M4LE: their templates already
+    state the instruction before and after the context, so ``query_aware`` changes nothing), the query followed
+    by L-Eval's length sentence where the task or the options ask for it."""
     query = example.query
-    if spec.family == "litm_qa":
-        return _litm_qa(spec, context, query, options.query_aware)
-    if spec.family == "litm_kv":
-        return _litm_kv(spec, context, query, options.query_aware)
     wants_length = spec.length_instruction if options.length_instruction is None else options.length_instruction
     if wants_length:
         if not spec.length_sentence:
             raise UserError(f"task {spec.name!r} has no length instruction (only L-Eval's tasks do)")
         query = f"{query} {length_sentence(spec, example)}"
-    return fill_template(spec.prompt, context=_text_of(context), input=query)
+    return fill_template(spec.prompt, context=context_text(spec, context, example)[0], input=query)
 
 
 # Two one-character stand-ins for the context (Unicode private use: no template or rendering holds them); they
@@ -121,7 +124,7 @@ def context_span(spec: TaskSpec, context: CompressedContext | str, example: Exam
     empty span ``(0, 0)``: nothing to read.  None when the template around the context is not found (a
     family whose template changes with the context's content).
     """
-    if not _text_of(context).strip() and (isinstance(context, str) or not context.passages):
+    if not text_of(context).strip() and (isinstance(context, str) or not context.passages):
         return (0, 0)
     a, b = (build_prompt(spec, _stand_in(context, mark), example, options) for mark in _STAND_INS)
     head = len(os.path.commonprefix([a, b]))
@@ -144,16 +147,16 @@ def build_request(spec: TaskSpec, context: CompressedContext | str, example: Exa
         chat=spec.chat,
         system=spec.system,
         context_span=context_span(spec, context, example, prompt, options) if with_span else None,
+        prompt_version=spec.prompt_version,
     )
 
 
 def build_followup_request(spec: TaskSpec, first_answer: str, example: Example) -> GenerationRequest | None:
     """The second request of a two-step task (LongBench v2's CoT: the answer prompt with the reasoning in it),
     or None for a one-step task."""
-    if "followup" not in spec.variants:
+    followup = benchmark_of(spec.family).followup
+    if "followup" not in spec.variants or followup is None:
         return None
-    from experiments.tasks.formats import followup_prompt
-
-    return GenerationRequest(prompt=followup_prompt(spec, first_answer, example),
+    return GenerationRequest(prompt=followup(spec, first_answer, example),
                              max_new_tokens=spec.followup_max_new_tokens or spec.max_new_tokens, chat=spec.chat,
-                             system=spec.system)
+                             system=spec.system, prompt_version=spec.prompt_version)

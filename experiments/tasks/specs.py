@@ -1,33 +1,19 @@
-"""Task specifications, read from the data files beside this module, in one registry.
+"""Task specifications in one registry, filled by the benchmarks (``experiments.tasks.<benchmark>/``).
 
 A task says what a benchmark asks and how it is judged: its prompt
 template(s), metric, max new tokens, and the few switches the reference
 scripts apply (LongBench's first-line rule and no-chat tasks, L-Eval's system
-prompt and length instruction).  The templates are the references' own files
-or strings, kept as data so parity tests compare files:
+prompt and length instruction).  Each benchmark's folder reads its tasks from its own data files
+(``tasks.yaml`` and the references' prompt files, kept byte for byte so parity tests compare files).
 
-- ``longbench/dataset2prompt.json`` and ``dataset2maxlen.json``: byte for byte
-  as released (THUDM/LongBench ``config/``), typos included; ``prompt_fixes.json``
-  holds the opt-in corrections (``TaskConfig.prompt_fixes``);
-- ``leval/tasks.yaml``: L-Eval's system prompts and user templates
-  (``Baselines/LEval_config.py``, ``Baselines/turbo16k-test.py``);
-- ``litm/*.prompt``: Lost in the Middle's prompt files;
-- ``m4le/tasks.yaml``: ours (M4LE released no generic template);
-- ``longbench_v2/*.txt``: LongBench v2's ``prompts/`` byte for byte (THUDM/LongBench);
-- ``infinitebench/tasks.yaml``: ∞Bench's ``src/prompt.py`` chat templates (OpenBMB/InfiniteBench);
-- ``helmet/tasks.yaml``: HELMET's ``data.py`` RAG and summarization prompts (princeton-nlp/HELMET);
-- ``ruler/tasks.yaml``: RULER's ``scripts/data/synthetic/constants.py`` templates (NVIDIA/RULER).
-
-A new task is one YAML file: name it in a config by path (``tasks: [{name:
-./mytask.yaml, path: ...}]``) or register it under the entry-point group
-``ctxcomp.tasks`` (a ``TaskSpec`` object).
+A new task on an existing benchmark is one YAML file: name it in a config by path (``tasks: [{name:
+./mytask.yaml, path: ...}]``) or register it under the entry-point group ``ctxcomp.tasks`` (a ``TaskSpec``
+object).  A new benchmark is a folder, or a plugin (``experiments.tasks.benchmark``).
 """
 from __future__ import annotations
 
 import difflib
-import json
-from dataclasses import dataclass, field, replace
-from importlib.resources import files
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Mapping
 
@@ -36,7 +22,7 @@ import yaml
 from core.errors import UnknownComponentError, UserError
 from core.files import load_yaml
 from core.registry import Registry
-from experiments.data.loaders import FAMILIES
+from experiments.tasks.benchmark import benchmark_of, benchmarks, families
 
 
 @dataclass(frozen=True)
@@ -72,6 +58,9 @@ class TaskSpec:
     # kept chunks of a compressor are shown as LongBench v2's "Retrieved chunk i: ..." (variant "rag" if any)
     retrieved_chunks: bool = False
     judge: str | None = None  # the rubric `ctxcomp judge --protocol score` applies (HELMET's, by domain)
+    # bumped by hand when this task's prompts change; it keys the task's cached generations (``readers.cache``),
+    # so a change to one prompt asks again only its own task
+    prompt_version: int = 1
 
     def template(self, variant: str = "default") -> str:
         if variant == "default":
@@ -89,7 +78,8 @@ class TaskSpec:
 
     @classmethod
     def from_file(cls, path: str | Path) -> "TaskSpec":
-        """A task from one YAML file: ``name, family, category, lang, metric, max_new_tokens, prompt`` (+ optional fields)."""
+        """A task from one YAML file: ``name, family, category, lang, metric, max_new_tokens, prompt``, and any
+        optional field a built-in task uses (``variants``, ``fixes`` as ``[old, new]`` pairs, ``judge``, ...)."""
         path = Path(path)
         try:
             data = load_yaml(path.read_text(encoding="utf-8"))
@@ -97,132 +87,73 @@ class TaskSpec:
             raise UserError(f"cannot read task file {path}: {err}") from None
         if not isinstance(data, dict):
             raise UserError(f"task file {path} must hold a mapping")
-        allowed = set(cls.__dataclass_fields__) - {"source", "fixes", "followup_max_new_tokens", "retrieved_chunks", "judge"}
+        allowed = {f.name for f in fields(cls)} - {"source"}
         unknown = sorted(set(data) - allowed)
         if unknown:
             raise UserError(f"task file {path}: unknown key {', '.join(unknown)}; accepted: {', '.join(sorted(allowed))}")
+        if "fixes" in data:
+            data["fixes"] = _pairs(path, data["fixes"])
         try:
             spec = cls(**data, source=str(path))
         except TypeError as err:
             raise UserError(f"task file {path}: {err}") from None
-        if spec.family not in FAMILIES:
-            raise UserError(f"task file {path}: family must be one of {', '.join(FAMILIES)}, got {spec.family!r}")
+        if spec.family not in families():
+            raise UserError(f"task file {path}: family must be one of {', '.join(families())}, got {spec.family!r}")
         return spec
 
 
-TASKS: Registry[TaskSpec] = Registry("tasks", TaskSpec)
+def _pairs(path: Path, value: object) -> tuple[tuple[str, str], ...]:
+    """``fixes`` as the released prompt's (old, new) corrections; a clear error for any other shape."""
+    if not isinstance(value, list) or not all(isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p)
+                                              for p in value):
+        raise UserError(f"task file {path}: fixes must be a list of [old, new] string pairs, got {value!r}")
+    return tuple((old, new) for old, new in value)
 
 
-def _data(*parts: str) -> str:
-    return (files("experiments.tasks").joinpath(*parts)).read_text(encoding="utf-8")
+def _add_benchmark_tasks() -> None:
+    for bench in benchmarks():
+        for spec in bench.tasks():
+            TASKS.add(spec.name, spec)
 
 
-def _load_longbench() -> None:
-    prompts = json.loads(_data("longbench", "dataset2prompt.json"))
-    maxlen = json.loads(_data("longbench", "dataset2maxlen.json"))
-    fixes = json.loads(_data("longbench", "prompt_fixes.json"))
-    for name, info in load_yaml(_data("longbench", "tasks.yaml"))["tasks"].items():
-        TASKS.add(name, TaskSpec(
-            name=name, family="longbench", category=info["category"], lang=info["lang"], metric=info["metric"],
-            max_new_tokens=maxlen[name], prompt=prompts[name], first_line_only=info.get("first_line_only", False),
-            chat=info.get("chat"), fixes=tuple(tuple(f) for f in fixes.get(name, ())),
-            source="experiments/tasks/longbench",
-        ))
+TASKS: Registry[TaskSpec] = Registry("tasks", TaskSpec, discover=_add_benchmark_tasks)
 
 
-def _load_leval() -> None:
-    data = load_yaml(_data("leval", "tasks.yaml"))
-    for name, info in data["tasks"].items():
-        TASKS.add(f"leval_{name}", TaskSpec(
-            name=f"leval_{name}", family="leval", category=info["category"], lang="en", metric=info["metric"],
-            max_new_tokens=data["max_new_tokens"], prompt=data["templates"][info["template"]],
-            system=data["systems"][info["system"]], length_instruction=info.get("length_instruction", False),
-            length_sentence=data["length_sentence"], source="experiments/tasks/leval",
-        ))
-
-
-def _load_litm() -> None:
-    for name, info in load_yaml(_data("litm", "tasks.yaml"))["tasks"].items():
-        prompts = {variant: _data("litm", file) for variant, file in info["prompts"].items()}
-        TASKS.add(name, TaskSpec(
-            name=name, family="litm_kv" if name == "kv_retrieval" else "litm_qa", category=info["category"],
-            lang="en", metric=info["metric"], max_new_tokens=info["max_new_tokens"], prompt=prompts.pop("default"),
-            variants=prompts, source="experiments/tasks/litm",
-        ))
-
-
-def _load_m4le() -> None:
-    for name, info in load_yaml(_data("m4le", "tasks.yaml"))["tasks"].items():
-        TASKS.add(name, TaskSpec(name=name, family="m4le", lang="en", source="experiments/tasks/m4le", **info))
-
-
-def _load_longbench_v2() -> None:
-    for name, info in load_yaml(_data("longbench_v2", "tasks.yaml"))["tasks"].items():
-        prompts = {variant: _data("longbench_v2", file) for variant, file in info["prompts"].items()}
-        TASKS.add(name, TaskSpec(
-            name=name, family="longbench_v2", category=info["category"], lang="en", metric=info["metric"],
-            max_new_tokens=info["max_new_tokens"], prompt=prompts.pop("default"), variants=prompts,
-            followup_max_new_tokens=info.get("followup_max_new_tokens", 0), retrieved_chunks=True,
-            source="experiments/tasks/longbench_v2",
-        ))
-
-
-def _load_infinitebench() -> None:
-    data = load_yaml(_data("infinitebench", "tasks.yaml"))
-    for name, info in data["tasks"].items():
-        TASKS.add(name, TaskSpec(
-            name=name, family="infinitebench", category=info["category"], lang=info["lang"], metric=info["metric"],
-            max_new_tokens=info["max_new_tokens"], prompt=info["prompt"], system=data["system"],
-            retrieved_chunks=True, source=f"experiments/tasks/infinitebench ({info['source_task']})",
-        ))
-
-
-def _load_helmet() -> None:
-    data = load_yaml(_data("helmet", "tasks.yaml"))
-    for name, info in data["tasks"].items():
-        rag = info["kind"] == "rag"
-        TASKS.add(name, TaskSpec(
-            name=name, family="helmet_rag" if rag else "helmet_summ", category=info["category"], lang="en",
-            metric=info["metric"], max_new_tokens=info["max_new_tokens"],
-            prompt=data["rag_prompt"] if rag else info["prompt"], chat=False if rag else True,
-            judge=info.get("judge"), source="experiments/tasks/helmet",
-        ))
-
-
-def _load_ruler() -> None:
-    data = load_yaml(_data("ruler", "tasks.yaml"))
-    for name, info in data["tasks"].items():
-        kind = info["kind"]
-        TASKS.add(name, TaskSpec(
-            name=name, family="ruler", category=info["category"], lang="en", metric=info["metric"],
-            max_new_tokens=data["tokens_to_generate"][kind],
-            prompt=data["templates"][kind] + data["answer_prefixes"][kind], source=f"experiments/tasks/ruler ({kind})",
-        ))
-
-
-for _load in (_load_longbench, _load_leval, _load_litm, _load_m4le, _load_longbench_v2, _load_infinitebench,
-              _load_helmet, _load_ruler):
-    _load()
+def _named() -> dict[str, TaskSpec]:
+    """Every benchmark's tasks by the names configs give them: their own (a benchmark a plugin module registered
+    after the registry was filled is found here too) and their aliases (LongBench-E's ``<task>_e``, L-Eval's
+    names without ``leval_``)."""
+    out: dict[str, TaskSpec] = {}
+    for bench in benchmarks():
+        for spec in bench.tasks():
+            out.update(dict.fromkeys((spec.name, *bench.aliases(spec)), spec))
+    return out
 
 
 def get_task(name: str) -> TaskSpec:
-    """A task by name; ``<longbench>_e`` (LongBench-E), bare L-Eval names and paths to task files are accepted."""
+    """A task by name; a benchmark's aliases, paths to task files and import paths are accepted."""
     if isinstance(name, str) and name.endswith((".yaml", ".yml")):
         return TaskSpec.from_file(name)
     if name in TASKS:
         return TASKS.get(name)
-    if name.endswith("_e") and name[:-2] in TASKS and TASKS.get(name[:-2]).family == "longbench":
-        return TASKS.get(name[:-2])
-    if f"leval_{name}" in TASKS:
-        return TASKS.get(f"leval_{name}")
+    named = _named()
+    if isinstance(name, str) and name in named:
+        return named[name]
     if not isinstance(name, str) or not name or ":" in name:  # an import path, or the registry's one-line error
-        return TASKS.get(name)
-    known = sorted({*TASKS.names(), *(n.removeprefix("leval_") for n in TASKS.names() if n.startswith("leval_"))})
+        return _checked(TASKS.get(name))
+    short = {alias for alias in named if not alias.endswith("_e")}  # LongBench-E's would double the list
+    known = sorted({*TASKS.names(), *short})
     close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
     hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-    raise UnknownComponentError(f"unknown task {name!r}.{hint} Known (L-Eval's also without leval_, as configs "
-                                f"name them): {', '.join(known)}; or give a task file (.yaml) or an import path "
+    raise UnknownComponentError(f"unknown task {name!r}.{hint} Known (with the shorter names configs use): "
+                                f"{', '.join(known)}; or give a task file (.yaml) or an import path "
                                 "'package.module:Name'.")
+
+
+def _checked(spec: TaskSpec) -> TaskSpec:
+    """A task named by import path: its module may register its benchmark on import, so its family is asked now."""
+    benchmark_of(spec.family)
+    return spec
 
 
 __all__ = ["TASKS", "TaskSpec", "get_task"]

@@ -103,7 +103,7 @@ def overview(data: RunData, plot_paths: Sequence[Path] | None, against: RunData 
     """Tables (as report.md has them), plots, failures by reason and the run's manifest files."""
     from experiments.report.judged import judged_cells, judged_table
     from experiments.report.summary import report_tables
-    from experiments.report.write import TITLES
+    from experiments.report.write import table_title
 
     analysis = report_tables(data)
     tables, contrast_notes, curve = analysis.tables, analysis.contrast_notes, analysis.curve
@@ -111,7 +111,7 @@ def overview(data: RunData, plot_paths: Sequence[Path] | None, against: RunData 
     for name, (header, body) in tables.items():
         notes = list(contrast_notes) if name == "contrasts" else []
         if body or notes:
-            entry: dict[str, Any] = {"name": name, "title": TITLES[name], "header": header, "body": body, "notes": notes}
+            entry: dict[str, Any] = {"name": name, "title": table_title(name), "header": header, "body": body, "notes": notes}
             if name == "scores":
                 entry["cells"] = _score_cells(data, header, body)
             out_tables.append(entry)

@@ -173,7 +173,7 @@ def prompt_digests() -> dict[str, str]:
             follow = build_followup_request(spec, "Because Paris. The answer is (A)", ex)
             if follow is not None:
                 requests.append([follow.prompt, follow.max_new_tokens, follow.chat, follow.system])
-        out[name] = _digest(requests)
+        out[name if spec.prompt_version == 1 else f"{name}@{spec.prompt_version}"] = _digest(requests)
     return out
 
 
@@ -218,8 +218,10 @@ def _check(constant: str, version: int, table_name: str, recorded: dict[int, dic
     mine = recorded[version]
     changed = sorted(k for k in mine if k in now and now[k] != mine[k])
     assert not changed, (
-        f"the output of {', '.join(changed)} changed without a version bump: bump core.versions.{constant} to "
-        f"{version + 1} and record these as {table_name}[{version + 1}] in {__file__} (every cached generation "
+        f"the output of {', '.join(changed)} changed without a version bump: "
+        + ("bump the task's `prompt_version` (its benchmark's tasks.yaml; recorded as task@N) where only its own "
+           "prompts changed, else " if constant == "PROMPT_VERSION" else "")
+        + f"bump core.versions.{constant} to {version + 1} and record these as {table_name}[{version + 1}] in {__file__} (every cached generation "
         f"is then asked again, which is the point):\n{table}")
     new = sorted(set(now) - set(mine))
     assert not new, (f"new entries {', '.join(new)}: add their digests to {table_name}[{version}] (no bump: "
@@ -232,6 +234,24 @@ def test_prompt_building_is_recorded_under_its_version():
 
 def test_scoring_is_recorded_under_its_version():
     _check("SCORING_VERSION", SCORING_VERSION, "SCORES", SCORES, score_digests())
+
+
+def test_a_task_prompt_version_keys_only_that_tasks_generations(monkeypatch):
+    """Bumping one task's ``prompt_version`` changes the cache keys of its requests only; a task at version 1 keeps
+    the key it had before tasks had versions (a request without one)."""
+    from experiments.tasks import TASKS
+    from readers.cache import generation_key
+
+    ex = _examples()[0]
+    bumped = dataclasses.replace(TASKS.get("hotpotqa"), prompt_version=2)
+    monkeypatch.setitem(TASKS._entries, "hotpotqa", bumped)
+    keys = {}
+    for name in ("hotpotqa", "qasper"):
+        request = build_request(TASKS.get(name), "Paris is in France.", ex)
+        unversioned = dataclasses.replace(request, prompt_version=1)
+        keys[name] = generation_key("reader", request, "prompt=1") != generation_key("reader", unversioned, "prompt=1")
+    assert keys == {"hotpotqa": True, "qasper": False}
+    assert "hotpotqa@2" in prompt_digests() and "hotpotqa" not in prompt_digests()
 
 
 def test_a_prompt_change_is_caught(monkeypatch):

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from experiments.data.loaders import DataError, load_examples
 from experiments.report.cells import load_run
 from experiments.run.config import parse_config
 from experiments.run.driver import Runner
+from experiments.tasks.loading import DataError, load_examples
 from readers.base import GenerationRequest
 from readers.openai_compat import OpenAICompatReader
 from testkit.fake_openai import FakeOpenAIServer

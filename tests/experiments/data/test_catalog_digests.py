@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from experiments.data.catalog import CATALOG, catalog
-from experiments.data.loaders import load_examples
+from experiments.tasks.loading import load_examples
 from tests.conftest import SHARED_NAMES
 
 GITHUB = re.compile(r"https://raw\.githubusercontent\.com/[^/]+/[^/]+/([0-9a-f]{40})/")

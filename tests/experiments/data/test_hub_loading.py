@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from experiments.data.loaders import load_hf
+from experiments.tasks.loading import load_hf
 
 
 def test_longbench_v2_and_infinitebench_through_datasets(tmp_path, monkeypatch):

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from experiments.data.loaders import DataError, load_examples, load_litm_kv, load_litm_qa
+from experiments.tasks.litm import load_litm_kv, load_litm_qa
+from experiments.tasks.loading import DataError, load_examples
 
 
 def test_leval_real_files_expand_one_example_per_instruction(shared_data):

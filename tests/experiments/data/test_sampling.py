@@ -7,10 +7,10 @@ from dataclasses import replace
 
 import pytest
 
-from experiments.data.loaders import load_examples
 from experiments.data.records import Example
 from experiments.data.sampling import draw_sample, sample_order
 from experiments.run.config import ConfigError, parse_config
+from experiments.tasks.loading import load_examples
 
 
 def _pool(documents: int = 7, per_document: tuple[int, ...] = (1, 5, 2, 3, 4, 1, 6)) -> list[Example]:

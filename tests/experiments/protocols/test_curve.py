@@ -252,10 +252,11 @@ def test_curve_command_and_errors(tmp_path):
 def test_build_commands_write_loadable_files(tmp_path):
     from typer.testing import CliRunner
 
-    from experiments.data.loaders import load_examples, load_litm_kv, load_litm_qa
     from experiments.data.store import write_jsonl
     from experiments.protocols.kv import key_position
     from experiments.protocols.litm import litm_qa_record
+    from experiments.tasks.litm import load_litm_kv, load_litm_qa
+    from experiments.tasks.loading import load_examples
 
     runner = CliRunner()
     kv_out = tmp_path / "kv.jsonl.gz"

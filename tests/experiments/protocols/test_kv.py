@@ -44,8 +44,8 @@ def test_with_key_at_rejects_out_of_range():
 
 
 def test_generated_file_reads_back_identically(tmp_path):
-    from experiments.data.loaders import load_litm_kv
     from experiments.data.store import write_jsonl
+    from experiments.tasks.litm import load_litm_kv
 
     records = kv.generate_kv_records(3, 8, seed=2)
     path = write_jsonl(records, tmp_path / "kv.jsonl")
@@ -60,7 +60,7 @@ def test_published_records_against_the_raw_file(shared_data):
     """The loader and the key sweep, checked against the published file read with gzip and json alone."""
     import gzip
 
-    from experiments.data.loaders import load_litm_kv
+    from experiments.tasks.litm import load_litm_kv
 
     with gzip.open(shared_data / KV_FILE, "rt", encoding="utf-8") as handle:
         raw = [json.loads(line) for _, line in zip(range(5), handle)]

@@ -8,7 +8,7 @@ import pytest
 from experiments.data.records import Example
 from experiments.data.store import write_jsonl
 from experiments.data.synthetic import make_multidoc_qa
-from experiments.protocols.m4le import build_m4le, spread_positions
+from experiments.tasks.m4le.build import build_m4le, spread_positions
 
 ORACLE = "lost_in_the_middle/nq-open-oracle.jsonl.gz"
 
@@ -63,7 +63,8 @@ def test_multi_span_and_global():
 
 
 def test_real_nq_buckets_and_reload(shared_data, tmp_path):
-    from experiments.data.loaders import load_examples, load_litm_qa
+    from experiments.tasks.litm import load_litm_qa
+    from experiments.tasks.loading import load_examples
 
     examples = load_litm_qa(shared_data / ORACLE)
     for target in (1000, 4000):

@@ -10,10 +10,10 @@ import pytest
 from typer.testing import CliRunner
 
 from experiments.cli.app import app
-from experiments.data.loaders import DataError, load_examples
 from experiments.data.synthetic import make_multidoc_qa
-from experiments.protocols.ruler import NOISE, generate, token_counter
 from experiments.tasks import build_prompt, get_task
+from experiments.tasks.loading import DataError, load_examples
+from experiments.tasks.ruler.generate import NOISE, generate, token_counter
 
 COUNT = token_counter("words")
 QA = make_multidoc_qa(60, num_docs=4, words_per_doc=40, seed=1)
@@ -120,7 +120,7 @@ def test_helmet_summarization_records_carry_key_points(tmp_path):
 
 def test_fit_finds_the_size_rulers_binary_search_finds_with_fewer_counts(monkeypatch):
     """The largest haystack whose first sample fits, as RULER's plain binary search (written out here) finds it."""
-    from experiments.protocols import ruler
+    from experiments.tasks.ruler import generate as ruler
 
     counts, made = [], []
     real_fit = ruler.Generator.fit

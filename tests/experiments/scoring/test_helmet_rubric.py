@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from experiments.data.long_formats import helmet_summ
 from experiments.data.sources import Where
 from experiments.judge.protocols import prompt
-from experiments.scoring.helmet import helmet_json, helmet_reading, rubric_prompts
+from experiments.tasks.helmet.metrics import helmet_json, helmet_reading, rubric_prompts
+from experiments.tasks.helmet.records import summ as helmet_summ
 
 FIXTURE = json.loads((Path(__file__).parents[2] / "reference" / "helmet" / "judge_requests.json")
                      .read_text(encoding="utf-8"))

@@ -8,11 +8,11 @@ from importlib.resources import files
 import pytest
 
 from compressors.base import CompressedContext
-from experiments.data.long_formats import longbench_v2
 from experiments.data.sources import DataError, Where
-from experiments.scoring.longbench_v2 import extract_answer, results_table
 from experiments.scoring.registry import score_item
 from experiments.tasks import build_followup_request, build_prompt, get_task
+from experiments.tasks.longbench_v2.metrics import extract_answer, results_table
+from experiments.tasks.longbench_v2.records import convert as longbench_v2
 from indexes.types import Passage
 
 CHOICES = "What is the correct answer to this question: $Q$\nChoices:\n(A) $C_A$\n(B) $C_B$\n(C) $C_C$\n(D) $C_D$\n\n"

@@ -5,12 +5,14 @@ import math
 
 import pytest
 
-from experiments.data.long_formats import helmet_rag, infinitebench, popqa_threshold
 from experiments.data.sources import DataError, Where
-from experiments.scoring.helmet import parse_output, rouge_lsum, rubric_score
 from experiments.scoring.registry import aggregate, score_item
-from experiments.scoring.ruler import postprocess_pred
 from experiments.tasks import build_prompt, get_task
+from experiments.tasks.helmet.metrics import parse_output, rouge_lsum, rubric_score
+from experiments.tasks.helmet.records import popqa_threshold
+from experiments.tasks.helmet.records import rag as helmet_rag
+from experiments.tasks.infinitebench.records import convert as infinitebench
+from experiments.tasks.ruler.metrics import postprocess_pred
 
 
 def _score(prediction, answers, metric):

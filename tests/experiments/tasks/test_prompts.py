@@ -4,10 +4,10 @@ from __future__ import annotations
 import pytest
 
 from compressors.base import CompressedContext
-from experiments.data.loaders import load_litm_qa
 from experiments.data.records import Example
 from experiments.scoring import item_score
 from experiments.tasks import TASKS, PromptOptions, build_prompt, build_request, get_task
+from experiments.tasks.litm import load_litm_qa
 from indexes.types import Passage
 
 LITM_QA = (

@@ -33,20 +33,7 @@ from typing import Any
 
 from core.errors import UserError
 from experiments.data.records import Example
-from experiments.protocols.ruler_tasks import (  # noqa: F401 (the tasks' settings and pieces, importable from here too)
-    _ADJS,
-    _CTX,
-    _NOUNS,
-    DEPTHS,
-    INCREMENT,
-    NEEDLE,
-    NOISE,
-    TASKS,
-    Setting,
-    _Draw,
-    _insert,
-    _sentences,
-)
+from experiments.tasks.ruler.kinds import _CTX, INCREMENT, NEEDLE, NOISE, TASKS, _Draw, _insert, _sentences
 
 
 class Generator:

@@ -9,8 +9,8 @@ from __future__ import annotations
 import functools
 from typing import Sequence
 
-from experiments.scoring.longbench import _normalize_zh, _token_f1, qa_f1
 from experiments.scoring.registry import metric
+from experiments.tasks.longbench.metrics import _normalize_zh, _token_f1, qa_f1
 
 _CHOICE_PUNCT = ("\n", '"', "'", ".", ",", "?", "!", "{", "}")
 _CHOICE_PREFIXES = ("answer is:", "answer:", "answer is", "option is")

@@ -7,8 +7,8 @@ import re
 import string
 from typing import Any, Sequence
 
-from experiments.scoring.longbench import qa_f1
 from experiments.scoring.registry import metric
+from experiments.tasks.longbench.metrics import qa_f1
 
 
 @functools.lru_cache(maxsize=None)

@@ -1,4 +1,4 @@
-"""RULER's tasks as settings, and the pieces its haystacks are made of (Hsieh et al., 2024; ``experiments.protocols.ruler``
+"""RULER's tasks as settings, and the pieces its haystacks are made of (Hsieh et al., 2024; ``experiments.tasks.ruler.generate``
 generates the records): the noise sentences, the needle template, the 40 depths, the key words, each task's
 setting and the haystack increment, and the one seeded draw every random choice comes from.
 """

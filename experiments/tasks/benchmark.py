@@ -1,0 +1,170 @@
+"""A benchmark as one registered object, found in its own folder under ``experiments/tasks/`` or as a plugin.
+
+Each folder ``experiments/tasks/<name>/`` holds a benchmark's spec (``tasks.yaml`` and its prompt files), its
+record converters, prompts, metrics and generator, and its ``__init__.py`` defines ``BENCHMARK``, a
+:class:`Benchmark`.  The shared code (loading, prompting, running, reporting) asks that object and never
+switches on a benchmark's name or family, so a benchmark added as a folder, as an entry point of the group
+``ctxcomp.benchmarks``, or by a module that a task's import path names (it calls :func:`register_benchmark`),
+gets everything a built-in gets.
+"""
+from __future__ import annotations
+
+import importlib
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from importlib.resources import files
+from typing import TYPE_CHECKING, Any, Protocol
+
+from core.errors import UserError
+from core.registry import Registry
+
+if TYPE_CHECKING:
+    from compressors.base import CompressedContext
+    from experiments.data.records import Example
+    from experiments.tasks.prompts import PromptOptions
+    from experiments.tasks.specs import TaskSpec
+
+
+class Converter(Protocol):
+    """One published record as ``Example`` records; ``where`` (``experiments.data.sources.Where``) turns a field
+    problem into an error naming file, line and field; ``task`` names the examples (None: the format's default)."""
+
+    def __call__(self, record: dict, where: Any, task: str | None) -> list["Example"]: ...
+
+
+@dataclass(frozen=True)
+class RecordFormat:
+    """A family: one shape of published record a benchmark reads.
+
+    ``detect``: whether a record has this shape, from its fields (None: only read when a task names the
+    family).  ``default_task``: the task name given to examples when a file is read without one, from the
+    file's stem (None: the converter decides).  ``hub_features``: the column types to read the family's hub
+    dataset with, where its files disagree among themselves.  ``open_domain``: its examples carry a question
+    and gold-marked passages, as the open-domain protocol needs.
+    """
+
+    family: str
+    convert: Converter
+    detect: Callable[[dict], bool] | None = None
+    default_task: Callable[[str], str | None] = lambda stem: None
+    hub_features: Callable[[], Any] | None = None
+    open_domain: bool = False
+
+
+@dataclass(frozen=True)
+class ReportTable:
+    """A table of a benchmark's own in the report and the view (LongBench v2's ``result.py`` table): ``build``
+    takes the report's cells and prediction lines and gives (header, rows), no rows where none of its tasks ran."""
+
+    title: str
+    build: Callable[[Any, Any], tuple[list[str], list[list[str]]]]
+
+
+PromptFn = Callable[["TaskSpec", "CompressedContext | str", "Example", "PromptOptions"], str]
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """One benchmark: its record formats, its tasks, how its prompts are built, and its optional hooks.
+
+    ``tasks``: its task specs (read from its folder's data when first asked).  ``prompt``: the user prompt of
+    one example (None: the task's template with ``{context}`` and ``{input}`` filled).  ``followup``: the second
+    request of a two-step task.  ``aliases``: the other names a config may give one of its tasks.
+    ``record_task``: the task name its converter gives examples when a config names ``name`` (None: each
+    record says).  ``generate``: examples made from a config's generator section.  ``sweep``: examples moved
+    through positions by a config's ``sweep`` section (None: the gold document's sweep).  ``length_bucket``: the
+    bucket of a context length when its examples carry none.  ``report_tables``: its own tables, by name.
+    ``metrics``: the modules that register its metrics (imported with the benchmark, so a metric name resolves
+    whichever registry is asked first).
+    """
+
+    name: str
+    formats: tuple[RecordFormat, ...]
+    tasks: Callable[[], Iterable["TaskSpec"]]
+    prompt: PromptFn | None = None
+    followup: Callable[["TaskSpec", str, "Example"], str] | None = None
+    aliases: Callable[["TaskSpec"], tuple[str, ...]] = lambda spec: ()
+    record_task: Callable[["TaskSpec", str], str | None] = lambda spec, name: spec.name
+    generate: Callable[["TaskSpec", Any], list["Example"]] | None = None
+    sweep: Callable[["TaskSpec", list["Example"], Any], list["Example"]] | None = None
+    length_bucket: Callable[[int], str] | None = None
+    report_tables: Mapping[str, ReportTable] = field(default_factory=dict)
+    metrics: tuple[str, ...] = field(default=())
+
+    @property
+    def families(self) -> tuple[str, ...]:
+        return tuple(f.family for f in self.formats)
+
+
+def folder_text(package: str, *parts: str) -> str:
+    """A data file of a benchmark's folder (``package``: the folder's module name)."""
+    return files(package).joinpath(*parts).read_text(encoding="utf-8")
+
+
+_LOCK = threading.RLock()
+
+
+def _discover_folders() -> None:
+    """Import every folder of ``experiments/tasks/`` that is a package and register its ``BENCHMARK`` (the registry
+    calls this once, on its first lookup)."""
+    with _LOCK:
+        for entry in sorted(files("experiments.tasks").iterdir(), key=lambda e: e.name):
+            if entry.is_dir() and entry.joinpath("__init__.py").is_file():
+                module = importlib.import_module(f"experiments.tasks.{entry.name}")
+                register_benchmark(module.BENCHMARK)
+
+
+BENCHMARKS: Registry[Benchmark] = Registry("benchmarks", Benchmark, discover=_discover_folders)
+
+
+def register_benchmark(benchmark: Benchmark) -> Benchmark:
+    """Add ``benchmark`` (a folder's, or a plugin module's on import)."""
+    if not isinstance(benchmark, Benchmark):
+        raise UserError(f"a benchmark must be a Benchmark, got {type(benchmark).__name__}")
+    BENCHMARKS.add(benchmark.name, benchmark)
+    return benchmark
+
+
+def benchmarks() -> list[Benchmark]:
+    """Every benchmark: the folders, the entry points, and those registered by plugin modules imported so far;
+    each one's metric modules are imported, so its metrics are registered whichever registry is asked first."""
+    found = [target for _, target in BENCHMARKS.items()]
+    for benchmark in found:
+        for module in benchmark.metrics:
+            importlib.import_module(module)
+    return found
+
+
+def _by_family() -> Mapping[str, tuple[Benchmark, RecordFormat]]:
+    return {fmt.family: (b, fmt) for b in benchmarks() for fmt in b.formats}
+
+
+def families() -> tuple[str, ...]:
+    """Every record family a benchmark reads."""
+    return tuple(_by_family())
+
+
+def benchmark_of(family: str) -> Benchmark:
+    """The benchmark that reads ``family``; a clear error naming the known ones otherwise."""
+    found = _by_family().get(family)
+    if found is None:
+        raise UserError(f"unknown data family {family!r}; known: {', '.join(families())}")
+    return found[0]
+
+
+def record_format(family: str) -> RecordFormat:
+    benchmark_of(family)
+    return _by_family()[family][1]
+
+
+def detect_family(record: dict) -> str | None:
+    """Which family a record belongs to, from its fields; an error when two benchmarks both claim it."""
+    claims = [fmt.family for _, fmt in _by_family().values() if fmt.detect is not None and fmt.detect(record)]
+    if len(claims) > 1:
+        raise UserError(f"the fields {sorted(record)} fit the families {', '.join(claims)}; name the task")
+    return claims[0] if claims else None
+
+
+__all__ = ["BENCHMARKS", "Benchmark", "Converter", "PromptFn", "RecordFormat", "ReportTable", "benchmark_of", "benchmarks",
+           "detect_family", "families", "folder_text", "record_format", "register_benchmark"]
