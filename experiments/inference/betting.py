@@ -29,7 +29,7 @@ Each difference lies in [-r, r], so X_c >= -(r + delta) N with N the largest doc
   the past outcomes and a pseudo-pair y = +-1/2 (a normal approximation of the final log-wealth).  Where
   the outcomes are mostly small gains (few changed answers) the tuned stake passes any cap and the larger
   cap grows fastest; where a document can lose most of its questions the lower cap loses less on it
-  (issue 50: at 4% discordance and 1.5x the z-test's n the power rises from 0.26 to 0.34, within 0.01
+  (docs/metrics.md: at 4% discordance and 1.5x the z-test's n the power rises from 0.26 to 0.34, within 0.01
   elsewhere; a third cap of 0.9 changed nothing measurable).  Any predictable stake keeps K a nonnegative
   supermartingale under H0, so the test stays valid whatever the choice; it is tuned for n, not for
   stopping early (``sequence_log_wealth``, the sequential rule, keeps the growth-optimal bet).

@@ -18,7 +18,7 @@ It is valid at every n by construction: no normal limit, no symmetry.
   G | K ~ Bin(K, p_g / (p_l + p_g)) and c_k the smallest gain count of k discordant pairs that reaches t: O(n)
   per point of the line.  The supremum is taken on a grid of the line and refined around its best points.
 
-Speed (issue 50: a report over 60 cells of n = 1,000 in a minute on 2 cores, ``plan`` over them in two):
+Speed (a report over 60 cells of n = 1,000 in a minute on 2 cores, ``plan`` over them in two; docs/metrics.md):
 an outcome's p-value needs only the thresholds c_k, not the whole table.  Tango's T is itself monotone (no
 outcome of 4,133 tables checked, n 5-1,000 and differences -0.99..0.99, has a neighbour with fewer losses or
 more gains and a smaller T, to the last bit), so its hull is T and each c_k is a binary search along
@@ -295,7 +295,8 @@ def exact_bounds(loss: int, gain: int, n: int, alpha: float,
     lower = inf{delta : H0 "<= delta" not rejected}, so a true difference lies below it with probability at
     most alpha; upper likewise.  At each of the ``anchors`` (a margin, 0) the test itself is run, and a bound
     clears an anchor exactly when that test rejects: the verdict read off the bound and the p-value at the
-    margin cannot disagree (issue 50: 262 pairs, 15 losses, 13 gains read "not worse" with p = 0.025014).
+    margin cannot disagree (a supremum over a grid alone read 262 pairs, 15 losses and 13 gains as "not worse"
+    with p = 0.025014).
     The crossings are found once per outcome (``_crossings``, kept in memory and on disk) and only moved to an
     anchor's edge where its test says otherwise, so the scores table and the verdict table share one search."""
     key = (int(loss), int(gain), int(n), float(alpha))

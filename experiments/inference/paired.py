@@ -248,4 +248,4 @@ def mean_interval(values: Sequence[float], *, clusters: Sequence[str] | None = N
                         len(units.sums), method)
 
 
-__all__ = ["ALPHA", "Bounds", "difference_bounds", "mean_bounds", "mean_interval", "one_sided_p", "paired_delta"]
+__all__ = ["Bounds", "difference_bounds", "mean_bounds", "mean_interval", "one_sided_p", "paired_delta"]

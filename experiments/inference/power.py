@@ -88,8 +88,8 @@ class Plan:
 
 
 def _planning_discordance(p: Pilot, margin: float, delta: float) -> float:
-    """The pilot's share of changed pairs, as observed: the plan sizes to the expected power (an upper 90%
-    bound asked 2.2x the n that gives 80%, issue 50); never below the margin (a pilot where nothing changed
+    """The pilot's share of changed pairs, as observed: the plan sizes to the expected power (sizing to an
+    upper 90% bound would ask 2.2x the n that gives 80%); never below the margin (a pilot where nothing changed
     plans from the least favourable null, which changes the margin's share of answers)."""
     return min(1.0, max(p.discordant / p.n, margin / 100, abs(delta) + 1e-9))
 

@@ -35,7 +35,7 @@ N_RESAMPLES = 10_000
 SEED = 0
 _CHUNK = 1_000
 # Above this many values a sample is resampled through its distinct values' counts (see the module docstring);
-# below it, as before, so the intervals of small runs never change.
+# below it, each value is resampled as drawn, so the intervals of small runs stay those of the plain bootstrap.
 LARGE_N = 500
 # Above LARGE_N, a continuous sample whose Berry-Esseen ratio is at most this has its resampled means drawn from
 # their normal limit (module docstring); 0.02 admits uniform-like values from about n = 4,200.
