@@ -68,9 +68,11 @@ class RecompExtractiveCompressor(RetrievalCompressor):
         encoder = retriever if retriever is not None else {
             "name": "contriever", "params": {"model": self.model, "max_length": MAX_LENGTH, "device": device,
                                              "use_title": False}}
+        given = top_n
         top_n = top_n if top_n is not None or token_budget is not None else DEFAULT_TOP_N
         super().__init__(retriever=encoder, chunker="sentences", chunk_size=1, top_n=top_n, token_budget=token_budget,
                          order=order, separator=separator, unit="chunk", tokenizer=tokenizer)
+        self.top_n_given = given  # under a budget axis only a given top_n caps the count, as in retrieval
 
     @property
     def identity(self) -> str:
