@@ -76,7 +76,10 @@ class RecompExtractiveCompressor(RetrievalCompressor):
 
     @property
     def identity(self) -> str:
-        return "recomp_extractive:" + super().identity
+        # The compression cache keys on the identity and the budget: the default top_n's part is named, so a
+        # budget's compression made while the default still capped it (before 2026-12-06) is never served.
+        default = ",top_n=default-without-budget" if self.top_n_given is None else ""
+        return "recomp_extractive:" + super().identity + default
 
     def _label(self, top_n: int | None, token_budget: int | None) -> str:
         encoder = self.model or getattr(self.retriever, "label", None) or self.retriever.identity

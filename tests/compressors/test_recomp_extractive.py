@@ -50,6 +50,8 @@ def test_on_a_budget_axis_the_default_top_n_does_not_cap_and_a_given_one_does(ti
     assert len(out.kept_chunks) == 7 and out.tokens_out <= budget  # the budget decides, not the default 5
     capped = make_compressor({"name": "recomp_extractive", "params": {**params, "top_n": 2}}).compress(item, budget)
     assert len(capped.kept_chunks) == 2
+    five = make_compressor({"name": "recomp_extractive", "params": {**params, "top_n": 5}})
+    assert five.identity != make_compressor({"name": "recomp_extractive", "params": params}).identity  # cache keys
 
 
 def test_the_published_id_goes_through_the_real_loading_path(monkeypatch):
