@@ -68,13 +68,18 @@ class RecompExtractiveCompressor(RetrievalCompressor):
         encoder = retriever if retriever is not None else {
             "name": "contriever", "params": {"model": self.model, "max_length": MAX_LENGTH, "device": device,
                                              "use_title": False}}
+        given = top_n
         top_n = top_n if top_n is not None or token_budget is not None else DEFAULT_TOP_N
         super().__init__(retriever=encoder, chunker="sentences", chunk_size=1, top_n=top_n, token_budget=token_budget,
                          order=order, separator=separator, unit="chunk", tokenizer=tokenizer)
+        self.top_n_given = given  # under a budget axis only a given top_n caps the count, as in retrieval
 
     @property
     def identity(self) -> str:
-        return "recomp_extractive:" + super().identity
+        # The compression cache keys on the identity and the budget: the default top_n's part is named, so a
+        # budget's compression made while the default still capped it (before 2026-12-06) is never served.
+        default = ",top_n=default-without-budget" if self.top_n_given is None else ""
+        return "recomp_extractive:" + super().identity + default
 
     def _label(self, top_n: int | None, token_budget: int | None) -> str:
         encoder = self.model or getattr(self.retriever, "label", None) or self.retriever.identity

@@ -43,6 +43,17 @@ def test_a_budget_keeps_sentences_while_they_fit_and_the_label_names_the_model(t
     assert comp.label.startswith(f"recomp_extractive({tiny_contriever}, top5")
 
 
+def test_on_a_budget_axis_the_default_top_n_does_not_cap_and_a_given_one_does(tiny_contriever):
+    params = {"model": tiny_contriever, "device": "cpu"}
+    item, budget = Item(CONTEXT, "When was the bridge opened?"), 200  # room for all seven sentences
+    out = make_compressor({"name": "recomp_extractive", "params": params}).compress(item, budget)
+    assert len(out.kept_chunks) == 7 and out.tokens_out <= budget  # the budget decides, not the default 5
+    capped = make_compressor({"name": "recomp_extractive", "params": {**params, "top_n": 2}}).compress(item, budget)
+    assert len(capped.kept_chunks) == 2
+    five = make_compressor({"name": "recomp_extractive", "params": {**params, "top_n": 5}})
+    assert five.identity != make_compressor({"name": "recomp_extractive", "params": params}).identity  # cache keys
+
+
 def test_the_published_id_goes_through_the_real_loading_path(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     comp = make_compressor({"name": "recomp_extractive", "params": {"device": "cpu"}})
