@@ -316,7 +316,7 @@ _FORKED: dict = {}  # what a forked worker searches: set before the fork, read i
 
 def _search_share(share: list[int]) -> int:
     index, ids = _FORKED["index"], _FORKED["ids"]
-    return sum(len(index.top(ids[i], 20).rows) for i in share)
+    return sum(len(r.rows) for r in index.top_many([ids[i] for i in share], 20))
 
 
 def _in_processes(index, ids, processes: int) -> float:
@@ -335,8 +335,6 @@ def _in_processes(index, ids, processes: int) -> float:
 def bm25_real(args) -> None:
     """Real NQ-Open questions over the gold passages plus filler: ctxcomp's engine against bm25s's own retrieve
     on the same memory-mapped index and tokens, alternating rounds, best of; and recall@1/5/20."""
-    from concurrent.futures import ThreadPoolExecutor
-
     import bm25s
 
     from retrievers.bm25_corpus import BM25Corpus, build_bm25
@@ -368,15 +366,12 @@ def bm25_real(args) -> None:
         ours = theirs = None
         for _ in range(args.rounds):
             for threads in sorted({1, args.threads}):
-                pool = ThreadPoolExecutor(threads) if threads > 1 else None
-                took, ours = _timed(lambda: list((pool.map if pool else map)(lambda q: index.top(q, 20), ids)))
+                took, ours = _timed(lambda: index.top_many(ids, 20, threads))  # as BM25Corpus.search runs them
                 times["ctxcomp", threads] = tuple(map(min, times["ctxcomp", threads], took))
                 took, theirs = _timed(lambda: engine.retrieve([tokens[i] for i in asked], k=20,
                                                                       show_progress=False,
                                                                       n_threads=threads if threads > 1 else 0))
                 times["bm25s", threads] = tuple(map(min, times["bm25s", threads], took))
-                if pool:
-                    pool.shutdown()
             if args.processes > 1:
                 forked = min(forked, _in_processes(index, ids, args.processes))
         # the same lists: the same scores (bm25s's float32, bit for bit), and the same rows but where bm25s's

@@ -27,6 +27,7 @@ import json
 import os
 import shutil
 from collections.abc import Callable, Iterable, Sequence
+from itertools import chain
 from pathlib import Path
 from typing import NamedTuple
 
@@ -221,6 +222,7 @@ class BM25Corpus:
         # plain arrays over the same mapped pages: a numpy.memmap slice costs more than the column it reads
         self.data, self.indices = (np.asarray(self.engine.scores[k]) for k in ("data", "indices"))
         self.indptr = np.array(self.engine.scores["indptr"])  # 8 bytes a term, read on every term: in memory
+        self.postings = np.diff(self.indptr)  # each term's
         self.maxscore = self._maxscore()
         if compiled is None:
             compiled = self.n >= COMPILED_FROM and importlib.util.find_spec("numba") is not None
@@ -262,7 +264,7 @@ class BM25Corpus:
         if not len(ids) or k <= 0:
             return Ranked(np.zeros(0, np.int64), np.zeros(0, np.float32), 0)
         if self.compiled:
-            return self._top_compiled(ids, k)
+            return self._top_compiled([ids], k)[0]
         repeats: dict[int, int] = {}
         for t in ids:
             repeats[int(t)] = repeats.get(int(t), 0) + 1
@@ -324,39 +326,61 @@ class BM25Corpus:
         best = best[total[best] > 0]
         return Ranked(cand[best].astype(np.int64), total[best], read)
 
-    def _top_compiled(self, ids: Sequence[int], k: int, spare: int = 16) -> Ranked:
+    def top_many(self, queries: Sequence[Sequence[int]], k: int, threads: int = 1) -> list[Ranked]:
+        """:meth:`top` of each query's term ids.  The compiled path scores a share of queries in one bm25s call
+        (its per-call work paid once); ``threads`` > 1 splits the queries into that many shares searched side by
+        side (bm25s's one-thread retrieval releases the GIL and compiles once, unlike its parallel one)."""
+        def share(part: Sequence[Sequence[int]]) -> list[Ranked]:
+            return self._top_compiled(part, k) if self.compiled else [self.top(q, k) for q in part]
+
+        if threads > 1 and len(queries) > 1:
+            from concurrent.futures import ThreadPoolExecutor
+
+            cut = np.linspace(0, len(queries), min(threads, len(queries)) + 1).astype(int)
+            with ThreadPoolExecutor(threads) as pool:
+                return [r for part in pool.map(lambda a, z: share(queries[a:z]), cut[:-1], cut[1:]) for r in part]
+        return share(queries)
+
+    def _top_compiled(self, queries: Sequence[Sequence[int]], k: int, spare: int = 16, grow: int = 4) -> list[Ranked]:
         """bm25s's own compiled retrieval (every posting of the query's terms, in numba: 3.7-4.7x less CPU than
         MaxScore in numpy on real questions, docs/scale.md), with ctxcomp's tie rule on top: it asks for
-        ``k + spare`` rows, and where the last of them still ties the k-th score, rows beyond may tie too, so
-        the full score vector decides (the lower rows first)."""
+        ``k + spare`` rows; where the last of them still ties the k-th score, rows beyond may tie too, so those
+        queries are asked again for ``grow`` times as many rows until the last is below the k-th score (or
+        every row is in hand); then the lower rows of a tie come first."""
+        empty = Ranked(np.zeros(0, np.int64), np.zeros(0, np.float32), 0)
+        ranked = [empty] * len(queries)
+        if k <= 0:
+            return ranked
+        asked = [i for i, q in enumerate(queries) if len(q)]  # bm25s refuses a query with no known term
         want = min(k + spare, self.n)
-        got = self.engine.retrieve([[int(t) for t in ids]], k=want, show_progress=False, n_threads=0)
-        rows, scores = got.documents[0].astype(np.int64), got.scores[0]
-        read = int(sum(self.indptr[t + 1] - self.indptr[t] for t in set(map(int, ids))))
-        positive = scores > 0
-        if positive.sum() == want and want > k:  # every row was positive: is the k-th score's tie all in hand?
-            kth = np.sort(scores)[::-1][k - 1]
-            if scores.min() == kth:
-                full = self.engine.get_scores_from_ids([int(t) for t in ids])
-                rows = np.flatnonzero(full >= kth).astype(np.int64)
-                scores = full[rows]
-                positive = scores > 0
-        rows, scores = rows[positive], scores[positive]
-        best = np.lexsort((rows, -scores))[:k]
-        return Ranked(rows[best], scores[best], read)
+        while asked:
+            got = self.engine.retrieve([[int(t) for t in queries[i]] for i in asked], k=want, show_progress=False)
+            rows, scores = got.documents.astype(np.int64), got.scores  # each query's best first
+            # every row positive and the last one tying the k-th: the tie may run past what was asked
+            tied = (scores[:, -1] > 0) & (scores[:, -1] == scores[:, k - 1]) if want < self.n else \
+                np.zeros(len(asked), bool)
+            order = np.lexsort((rows, -scores), axis=-1)[:, :k]  # per query: score down, then row up
+            rows, scores = np.take_along_axis(rows, order, 1), np.take_along_axis(scores, order, 1)
+            positive = (scores > 0).sum(1)  # a prefix of each row: scores are > 0 or, left out, 0
+            read = self._postings_read([queries[i] for i in asked])
+            for j in np.flatnonzero(~tied):
+                ranked[asked[j]] = Ranked(rows[j, : positive[j]], scores[j, : positive[j]], int(read[j]))
+            asked = [asked[j] for j in np.flatnonzero(tied)]
+            want = min(want * grow, self.n)
+        return ranked
+
+    def _postings_read(self, queries: Sequence[Sequence[int]]) -> np.ndarray:
+        """Per query, the postings of its distinct terms: in a few array operations for the whole batch."""
+        terms = len(self.postings)
+        owner = np.repeat(np.arange(len(queries), dtype=np.int64), [len(q) for q in queries])
+        pairs = np.unique(owner * terms + np.fromiter(chain.from_iterable(queries), np.int64, len(owner)))
+        return np.bincount(pairs // terms, weights=self.postings[pairs % terms], minlength=len(queries))
 
     def search(self, queries: Sequence[str], k: int, threads: int = 1) -> tuple[list[np.ndarray], list[np.ndarray]]:
         """Per query, the best ``k`` scores and their row numbers (int64), best first (ties: the lower row
         first); passages sharing no term with the query are left out.  ``threads`` > 1 searches queries side by
-        side, each thread with its own array (a gain only where cores are free: docs/scale.md)."""
-        ids = [self.query_ids(q) for q in queries]
-        if threads > 1 and len(ids) > 1:
-            from concurrent.futures import ThreadPoolExecutor
-
-            with ThreadPoolExecutor(threads) as pool:
-                ranked = list(pool.map(lambda q: self.top(q, k), ids))
-        else:
-            ranked = [self.top(q, k) for q in ids]
+        side (a gain only where cores are free: docs/scale.md)."""
+        ranked = self.top_many([self.query_ids(q) for q in queries], k, threads)
         return [r.scores for r in ranked], [r.rows for r in ranked]
 
 
