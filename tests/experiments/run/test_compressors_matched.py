@@ -11,7 +11,7 @@ import yaml
 from compressors.registry import COMPRESSORS
 from experiments.run.config import parse_config
 from experiments.run.driver import Runner
-from experiments.run.plan import estimate
+from experiments.run.estimate import estimate
 
 CONFIG = Path(__file__).resolve().parents[3] / "experiments" / "configs" / "compressors_matched.yaml"
 # registry names the ablation leaves out, each with the reason its header comment and docs/findings.md give
