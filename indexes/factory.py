@@ -299,6 +299,7 @@ class RowIndex(RowSearch):
 
     def __init__(self, index: Any, string: str) -> None:
         self.index, self.string = index, string
+        self.nprobe_set = False  # whether set_search chose nprobe: then a search without one is meant
 
     @property
     def dim(self) -> int:
@@ -369,8 +370,10 @@ class RowIndex(RowSearch):
         self.index.add(np.ascontiguousarray(block, dtype=np.float32))
 
     def set_search(self, nprobe: int | None = None, ef_search: int | None = None) -> None:
-        """Set the search parameters (None or 0 leaves one as it is); one the string's index has not is refused."""
+        """Set the search parameters (None or 0 leaves one as it is); one the string's index has not is refused.
+        Set once, they hold for every later search that gives none (FaissIndex's, searched once per question)."""
         self._set("nprobe", nprobe, "IVF")
+        self.nprobe_set = self.nprobe_set or bool(nprobe)
         self._set("efSearch", ef_search, "HNSW")
 
     def _set(self, name: str, value: int | None, kind: str) -> None:
@@ -385,9 +388,8 @@ class RowIndex(RowSearch):
     def candidates(self, queries: np.ndarray, depth: int, nprobe: int | None,
                    ef_search: int | None) -> tuple[np.ndarray, np.ndarray]:
         self.set_search(nprobe, ef_search)
-        lists = self.nlist
-        if nprobe is None and lists > 1 and self._nprobe() == 1:
-            raise UserError(f"{self.string!r} searched with no nprobe would search 1 of its {lists:,} lists "
+        if nprobe is None and not self.nprobe_set and self.nlist > 1 and self._nprobe() == 1:
+            raise UserError(f"{self.string!r} searched with no nprobe would search 1 of its {self.nlist:,} lists "
                             "(FAISS's default); give nprobe, or a SearchPlan's (choose_search)")
         return self.index.search(queries, depth)
 

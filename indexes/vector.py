@@ -280,8 +280,8 @@ class FaissIndex:
             k_eff = min(k_eff, 2048)  # FAISS GPU limit on k
         if self._torch is not None:
             scores, labels = self._torch.search(self._stored_vectors(), queries, k_eff)
-        else:  # FAISS's GPU index took its search parameter when it moved there
-            scores, labels = self._rows.search(queries, k_eff, **({} if self.on_gpu else self._search_params()))
+        else:  # with the search parameter set where the index was placed (_placed)
+            scores, labels = self._rows.search(queries, k_eff)
         return [
             [(self._ids[j], float(s)) for j, s in zip(row_labels, row_scores) if j >= 0]
             for row_labels, row_scores in zip(labels, scores)

@@ -199,8 +199,10 @@ def test_an_ivf_index_takes_the_one_nlist_rule_and_nprobe_1_of_many_lists_is_war
     index = FaissIndex(8, "ivf", device="cpu")
     index.add([str(i) for i in range(len(x))], x)
     assert index.nlist == default_nlist(5000) == 128 and index.nprobe == 16
+    one_list = FaissIndex(8, "ivf", nprobe=1, device="cpu")
     with pytest.warns(UserWarning, match="nprobe=1 of its 128 lists"):
-        FaissIndex(8, "ivf", nprobe=1, device="cpu").add([str(i) for i in range(len(x))], x)
+        one_list.add([str(i) for i in range(len(x))], x)
+    assert [len(hits) for hits in one_list.search(x[:5], 3)] == [3] * 5  # warned, and still searched
 
 
 @pytest.mark.parametrize("metric", ["ip", "l2"])
