@@ -299,6 +299,7 @@ class RowIndex(RowSearch):
 
     def __init__(self, index: Any, string: str) -> None:
         self.index, self.string = index, string
+        self.nprobe_set = False  # whether set_search chose nprobe: then a search without one is meant
 
     @property
     def dim(self) -> int:
@@ -333,41 +334,62 @@ class RowIndex(RowSearch):
               say: Callable[[str], None] | None = None) -> RowIndex:
         """Train on a seeded sample of ``train_size`` rows drawn from ``blocks()`` (float32, in corpus order,
         ``n`` rows in all), then add every block; row ``i`` of the corpus gets label ``i``."""
-        import faiss
-
-        index = faiss.index_factory(dim, string, faiss.METRIC_INNER_PRODUCT)
-        _skip_polysemous_training(index)
-        if not index.is_trained:
+        built = cls.empty(string, dim)
+        if not built.index.is_trained:
             size = default_train_size(string, n) if train_size is None else min(train_size, n)
             rng = np.random.default_rng(seed)
             rows = np.sort(rng.choice(n, size=size, replace=False))
             if say is not None:
                 say(f"training {string!r} on {size:,} of {n:,} vectors (seed {seed})")
-            index.train(_gather(blocks(), rows, dim))
+            built.index.train(_gather(blocks(), rows, dim))
         added = 0
         for block in blocks():
-            block = np.ascontiguousarray(block, dtype=np.float32)
-            index.add(block)
+            built.add(block)
             added += len(block)
             if on_block is not None:
                 on_block(added)
         if added != n:
             raise ValueError(f"the blocks held {added} vectors, not {n}")
-        return cls(index, string)
+        return built
+
+    @classmethod
+    def empty(cls, string: str, dim: int, *, metric: str = "ip", ef_construction: int | None = None) -> RowIndex:
+        """An empty index of factory ``string`` (untrained where the string needs training) scoring by ``metric``:
+        ``ip`` (inner product, higher is better) or ``l2`` (squared L2 distance, lower is better).
+        ``ef_construction``: an HNSW graph's search depth while it is built (None: FAISS's)."""
+        import faiss
+
+        index = faiss.index_factory(dim, string, faiss.METRIC_L2 if metric == "l2" else faiss.METRIC_INNER_PRODUCT)
+        _skip_polysemous_training(index)
+        built = cls(index, string)
+        built._set("efConstruction", ef_construction, "HNSW")
+        return built
+
+    def add(self, block: np.ndarray) -> None:
+        """Append ``block``'s rows; their labels continue the row numbers."""
+        self.index.add(np.ascontiguousarray(block, dtype=np.float32))
+
+    def set_search(self, nprobe: int | None = None, ef_search: int | None = None) -> None:
+        """Set the search parameters (None or 0 leaves one as it is); one the string's index has not is refused.
+        Set once, they hold for every later search that gives none (FaissIndex's, searched once per question)."""
+        self._set("nprobe", nprobe, "IVF")
+        self.nprobe_set = self.nprobe_set or bool(nprobe)
+        self._set("efSearch", ef_search, "HNSW")
+
+    def _set(self, name: str, value: int | None, kind: str) -> None:
+        import faiss
+
+        if not value:
+            return
+        if kind not in self.string:
+            raise UserError(f"{name} applies to {kind} indexes; {self.string!r} has none")
+        faiss.ParameterSpace().set_index_parameter(self.index, name, value)
 
     def candidates(self, queries: np.ndarray, depth: int, nprobe: int | None,
                    ef_search: int | None) -> tuple[np.ndarray, np.ndarray]:
-        import faiss
-
-        for name, value, kind in (("nprobe", nprobe, "IVF"), ("efSearch", ef_search, "HNSW")):
-            if not value:
-                continue
-            if kind not in self.string:
-                raise UserError(f"{name} applies to {kind} indexes; {self.string!r} has none")
-            faiss.ParameterSpace().set_index_parameter(self.index, name, value)
-        lists = self.nlist
-        if nprobe is None and lists > 1 and self._nprobe() == 1:
-            raise UserError(f"{self.string!r} searched with no nprobe would search 1 of its {lists:,} lists "
+        self.set_search(nprobe, ef_search)
+        if nprobe is None and not self.nprobe_set and self.nlist > 1 and self._nprobe() == 1:
+            raise UserError(f"{self.string!r} searched with no nprobe would search 1 of its {self.nlist:,} lists "
                             "(FAISS's default); give nprobe, or a SearchPlan's (choose_search)")
         return self.index.search(queries, depth)
 

@@ -3,6 +3,9 @@
 The contract is FAISS's own (``add`` then batched ``search``), with two changes:
 ids are strings, and a query with fewer than ``k`` neighbours gets a shorter
 list instead of ``-1`` padding.  Shapes and dtypes are checked here, once.
+The FAISS index itself is ``indexes.factory.RowIndex`` of the factory string the
+kind names (``Flat``, ``HNSW{m},Flat``, ``IVF{nlist},Flat``): the one layer that
+builds, sets ``nprobe`` / ``efSearch`` on, searches and saves every FAISS index here.
 
 Where the search runs (:func:`search_engine`): FAISS's own GPU index when FAISS
 was built with GPU support; else, for an exact (flat) index with a GPU visible
@@ -22,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from indexes.factory import default_nlist
+from indexes.factory import RowIndex, default_nlist
 
 KINDS = ("flat", "hnsw", "ivf")
 METRICS = ("ip", "l2")
@@ -175,27 +178,22 @@ class FaissIndex:
         self.device = device
         self._ids: list[str] = []
         self._id_set: set[str] = set()
-        self._index: Any = None  # built lazily: ivf needs its training data first
+        self._rows: RowIndex | None = None  # built lazily: ivf needs its training data first
         self.on_gpu = False  # FAISS's GPU index
         self.engine = "faiss-cpu"
         self._torch: TorchFlatSearch | None = None
 
     # -- building --------------------------------------------------------------
-    def _metric_const(self) -> int:
-        import faiss
+    def factory_string(self) -> str:
+        """The FAISS factory string of this kind (``indexes.factory.RowIndex`` builds and searches it)."""
+        return {"flat": "Flat", "hnsw": f"HNSW{self.hnsw_m},Flat", "ivf": f"IVF{self.nlist},Flat"}[self.kind]
 
-        return faiss.METRIC_INNER_PRODUCT if self.metric == "ip" else faiss.METRIC_L2
+    def _search_params(self) -> dict[str, int | None]:
+        """The kind's own search parameter, as ``RowIndex.search`` takes it (flat has none)."""
+        return {"ivf": {"nprobe": self.nprobe}, "hnsw": {"ef_search": self.ef_search}}.get(self.kind, {})
 
-    def _build(self, first_batch: np.ndarray) -> Any:
-        import faiss
-
-        if self.kind == "flat":
-            index = faiss.IndexFlatIP(self.dim) if self.metric == "ip" else faiss.IndexFlatL2(self.dim)
-        elif self.kind == "hnsw":
-            index = faiss.IndexHNSWFlat(self.dim, self.hnsw_m, self._metric_const())
-            index.hnsw.efConstruction = self.ef_construction
-            index.hnsw.efSearch = self.ef_search
-        else:
+    def _build(self, first_batch: np.ndarray) -> RowIndex:
+        if self.kind == "ivf":
             n = len(first_batch)
             nlist = self.nlist or default_nlist(n)
             if n < nlist:
@@ -204,37 +202,39 @@ class FaissIndex:
                     f"(got {n}); add more vectors at once, lower nlist, or use kind='flat'"
                 )
             self.nlist = nlist
-            quantizer = faiss.IndexFlatIP(self.dim) if self.metric == "ip" else faiss.IndexFlatL2(self.dim)
-            index = faiss.IndexIVFFlat(quantizer, self.dim, nlist, self._metric_const())
-            index.train(first_batch)
             self.nprobe = min(self.nprobe or max(16, nlist // 16), nlist)
             if self.nprobe == 1 and nlist > 1:
                 warnings.warn(f"an ivf index searching nprobe=1 of its {nlist} lists misses most neighbours of a "
                               "query near a list's edge; raise nprobe", UserWarning, stacklevel=3)
-            index.nprobe = self.nprobe
-        return self._maybe_to_gpu(index)
+        rows = RowIndex.empty(self.factory_string(), self.dim, metric=self.metric,
+                              ef_construction=self.ef_construction if self.kind == "hnsw" else None)
+        if not rows.index.is_trained:
+            rows.index.train(first_batch)  # on the whole first add, not a sample of it
+        return self._placed(rows)
 
-    def _maybe_to_gpu(self, index: Any) -> Any:
+    def _placed(self, rows: RowIndex) -> RowIndex:
+        """``rows`` with its search parameter set, moved to the GPU where :func:`search_engine` says so."""
         import faiss
 
+        rows.set_search(**self._search_params())
         if self.device == "cpu":
-            return index
+            return rows
         gpu = torch_gpu_device(load=self.device == "gpu") if self.kind == "flat" else None
         self.engine = search_engine(self.kind, self.device, faiss_gpu=faiss_sees_gpu(), torch_gpu=gpu is not None)
         if self.engine == "faiss-gpu":
             self._gpu_res = faiss.StandardGpuResources()
             self.on_gpu = True
-            return faiss.index_cpu_to_gpu(self._gpu_res, 0, index)
+            rows.index = faiss.index_cpu_to_gpu(self._gpu_res, 0, rows.index)  # carries nprobe with it
         if self.engine == "torch":
             self._torch = TorchFlatSearch(self.metric, gpu or "cuda")
-        return index
+        return rows
 
     def _stored_vectors(self) -> np.ndarray:
         """The flat index's vectors as a (n, dim) array over FAISS's own storage (no copy)."""
         import faiss
 
-        n = self._index.ntotal
-        return faiss.rev_swig_ptr(self._index.get_xb(), n * self.dim).reshape(n, self.dim)
+        n = len(self._rows)
+        return faiss.rev_swig_ptr(self._rows.index.get_xb(), n * self.dim).reshape(n, self.dim)
 
     def _check_vectors(self, vectors: Any, what: str) -> np.ndarray:
         if not isinstance(vectors, np.ndarray):
@@ -261,9 +261,9 @@ class FaissIndex:
             raise ValueError(f"duplicate id {dup!r}")
         if not ids:
             return
-        if self._index is None:
-            self._index = self._build(vectors)
-        self._index.add(vectors)
+        if self._rows is None:
+            self._rows = self._build(vectors)
+        self._rows.add(vectors)
         self._ids.extend(ids)
         self._id_set |= fresh
 
@@ -273,15 +273,15 @@ class FaissIndex:
         queries = self._check_vectors(queries, "queries")
         if not isinstance(k, int) or k <= 0:
             raise ValueError(f"k must be a positive int, got {k!r}")
-        if self._index is None or not self._ids:
+        if self._rows is None or not self._ids:
             return [[] for _ in range(len(queries))]
         k_eff = min(k, len(self._ids))
         if self.on_gpu:
             k_eff = min(k_eff, 2048)  # FAISS GPU limit on k
         if self._torch is not None:
             scores, labels = self._torch.search(self._stored_vectors(), queries, k_eff)
-        else:
-            scores, labels = self._index.search(queries, k_eff)
+        else:  # with the search parameter set where the index was placed (_placed)
+            scores, labels = self._rows.search(queries, k_eff)
         return [
             [(self._ids[j], float(s)) for j, s in zip(row_labels, row_scores) if j >= 0]
             for row_labels, row_scores in zip(labels, scores)
@@ -300,18 +300,16 @@ class FaissIndex:
         meta = {
             "dim": self.dim, "kind": self.kind, "metric": self.metric, "nlist": self.nlist,
             "nprobe": self.nprobe, "hnsw_m": self.hnsw_m, "ef_search": self.ef_search,
-            "ef_construction": self.ef_construction, "empty": self._index is None,
+            "ef_construction": self.ef_construction, "empty": self._rows is None,
         }
-        if self._index is not None:
-            cpu_index = faiss.index_gpu_to_cpu(self._index) if self.on_gpu else self._index
-            faiss.write_index(cpu_index, str(directory / "index.faiss"))
+        if self._rows is not None:
+            cpu_rows = RowIndex(faiss.index_gpu_to_cpu(self._rows.index), self._rows.string) if self.on_gpu else self._rows
+            cpu_rows.save(directory / "index.faiss")
         (directory / "ids.json").write_text(json.dumps(self._ids), encoding="utf-8")
         (directory / "meta.json").write_text(json.dumps(meta, indent=2), encoding="utf-8")
 
     @classmethod
     def load(cls, directory: str | Path, *, device: str = "auto") -> FaissIndex:
-        import faiss
-
         directory = Path(directory)
         try:
             meta = json.loads((directory / "meta.json").read_text(encoding="utf-8"))
@@ -321,8 +319,8 @@ class FaissIndex:
         empty = meta.pop("empty")
         index = cls(meta.pop("dim"), meta.pop("kind"), device=device, **meta)
         if not empty:
-            index._index = index._maybe_to_gpu(faiss.read_index(str(directory / "index.faiss")))
-            if index._index.ntotal != len(ids):
-                raise ValueError(f"{directory}: index holds {index._index.ntotal} vectors but ids.json {len(ids)}")
+            index._rows = index._placed(RowIndex.load(directory / "index.faiss", index.factory_string(), mmap=False))
+            if len(index._rows) != len(ids):
+                raise ValueError(f"{directory}: index holds {len(index._rows)} vectors but ids.json {len(ids)}")
         index._ids, index._id_set = list(ids), set(ids)
         return index

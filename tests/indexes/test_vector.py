@@ -199,5 +199,31 @@ def test_an_ivf_index_takes_the_one_nlist_rule_and_nprobe_1_of_many_lists_is_war
     index = FaissIndex(8, "ivf", device="cpu")
     index.add([str(i) for i in range(len(x))], x)
     assert index.nlist == default_nlist(5000) == 128 and index.nprobe == 16
+    one_list = FaissIndex(8, "ivf", nprobe=1, device="cpu")
     with pytest.warns(UserWarning, match="nprobe=1 of its 128 lists"):
-        FaissIndex(8, "ivf", nprobe=1, device="cpu").add([str(i) for i in range(len(x))], x)
+        one_list.add([str(i) for i in range(len(x))], x)
+    assert [len(hits) for hits in one_list.search(x[:5], 3)] == [3] * 5  # warned, and still searched
+
+
+@pytest.mark.parametrize("metric", ["ip", "l2"])
+@pytest.mark.parametrize("kind,params,string", [("flat", {}, "Flat"), ("ivf", {"nlist": 8, "nprobe": 2}, "IVF8,Flat"),
+                                                ("hnsw", {"hnsw_m": 8}, "HNSW8,Flat")])
+def test_each_kind_builds_and_searches_the_row_index_of_its_factory_string(kind, params, string, metric, data):
+    """One FAISS layer: a FaissIndex is the ``RowIndex`` of the factory string its kind names, with string ids.
+    Flat and IVF (trained on the same rows, k-means seeded by FAISS) give the very same hits; HNSW's graph is
+    built by threads in the order they run, so only its string is compared."""
+    from indexes.factory import RowIndex
+
+    base, queries, ids = data
+    index = FaissIndex(16, kind, metric=metric, device="cpu", **params)
+    index.add(ids, base)
+    assert index.factory_string() == string
+    if kind == "hnsw":
+        return
+    rows = RowIndex.empty(string, 16, metric=metric)
+    if not rows.index.is_trained:
+        rows.index.train(base)
+    rows.add(base)
+    scores, labels = rows.search(queries, 10, nprobe=params.get("nprobe"))
+    assert index.search(queries, 10) == [[(ids[j], float(s)) for j, s in zip(row, row_scores)]
+                                         for row, row_scores in zip(labels, scores)]
