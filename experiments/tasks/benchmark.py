@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import importlib
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from importlib.resources import files
 from typing import TYPE_CHECKING, Any, Protocol
 
 from core.errors import UserError
+from core.files import load_yaml
 from core.registry import Registry
 
 if TYPE_CHECKING:
@@ -102,6 +103,14 @@ def folder_text(package: str, *parts: str) -> str:
     return files(package).joinpath(*parts).read_text(encoding="utf-8")
 
 
+def folder_prompted_tasks(package: str) -> Iterator[tuple[str, dict[str, Any], str, dict[str, str]]]:
+    """Each task of a folder whose ``tasks.yaml`` names its prompts as files: (name, its entry, the default
+    prompt, the other variants by name), for the benchmarks that keep prompts as text files."""
+    for name, info in load_yaml(folder_text(package, "tasks.yaml"))["tasks"].items():
+        prompts = {variant: folder_text(package, file) for variant, file in info["prompts"].items()}
+        yield name, info, prompts.pop("default"), prompts
+
+
 _LOCK = threading.RLock()
 
 
@@ -167,4 +176,4 @@ def detect_family(record: dict) -> str | None:
 
 
 __all__ = ["BENCHMARKS", "Benchmark", "Converter", "PromptFn", "RecordFormat", "ReportTable", "benchmark_of", "benchmarks",
-           "detect_family", "families", "folder_text", "record_format", "register_benchmark"]
+           "detect_family", "families", "folder_prompted_tasks", "folder_text", "record_format", "register_benchmark"]

@@ -10,9 +10,8 @@ import functools
 from pathlib import Path
 
 from compressors.base import CompressedContext
-from core.files import load_yaml
 from experiments.data.records import Example, render_litm_documents, render_litm_kv
-from experiments.tasks.benchmark import Benchmark, RecordFormat, folder_text
+from experiments.tasks.benchmark import Benchmark, RecordFormat, folder_prompted_tasks
 from experiments.tasks.litm import records
 from experiments.tasks.loading import load_examples
 from experiments.tasks.prompts import PromptOptions, fill_template, text_of
@@ -21,15 +20,11 @@ from experiments.tasks.specs import TaskSpec
 
 @functools.cache
 def tasks() -> tuple[TaskSpec, ...]:
-    out = []
-    for name, info in load_yaml(folder_text(__name__, "tasks.yaml"))["tasks"].items():
-        prompts = {variant: folder_text(__name__, file) for variant, file in info["prompts"].items()}
-        out.append(TaskSpec(
-            name=name, family="litm_kv" if name == "kv_retrieval" else "litm_qa", category=info["category"],
-            lang="en", metric=info["metric"], prompt_version=info.get("prompt_version", 1), max_new_tokens=info["max_new_tokens"], prompt=prompts.pop("default"),
-            variants=prompts, source="experiments/tasks/litm",
-        ))
-    return tuple(out)
+    return tuple(TaskSpec(
+        name=name, family="litm_kv" if name == "kv_retrieval" else "litm_qa", category=info["category"],
+        lang="en", metric=info["metric"], prompt_version=info.get("prompt_version", 1),
+        max_new_tokens=info["max_new_tokens"], prompt=default, variants=variants, source="experiments/tasks/litm",
+    ) for name, info, default, variants in folder_prompted_tasks(__name__))
 
 
 def prompt(spec: TaskSpec, context: CompressedContext | str, example: Example, options: PromptOptions) -> str:

@@ -133,22 +133,24 @@ def classification(prediction: str, ground_truth: str, *, all_classes: Sequence[
     return 1.0 / len(matched) if ground_truth in matched else 0.0
 
 
+def _paragraph(ground_truth: str, label: str, task: str) -> str:
+    """N of the first "<label>N" in the answer (the passage the retrieval tasks ask for)."""
+    found = re.findall(re.escape(label) + r"(\d+)", ground_truth)
+    if not found:
+        raise ValueError(f"{task} answer has no '{label}N': {ground_truth!r}")
+    return found[0]
+
+
 @metric("retrieval", reference="LongBench metrics.py retrieval_score")
 def retrieval(prediction: str, ground_truth: str, *, all_classes: Sequence[str] = ()) -> float:
     """LongBench ``retrieval_score`` (passage_retrieval_en): share of numbers in the prediction equal to N of "Paragraph N"."""
-    found = re.findall(r"Paragraph (\d+)", ground_truth)
-    if not found:
-        raise ValueError(f"passage_retrieval_en answer has no 'Paragraph N': {ground_truth!r}")
-    return _fraction_of_numbers_equal(prediction, found[0])
+    return _fraction_of_numbers_equal(prediction, _paragraph(ground_truth, "Paragraph ", "passage_retrieval_en"))
 
 
 @metric("retrieval_zh", reference="LongBench metrics.py retrieval_zh_score")
 def retrieval_zh(prediction: str, ground_truth: str, *, all_classes: Sequence[str] = ()) -> float:
     """LongBench ``retrieval_zh_score`` (passage_retrieval_zh): as ``retrieval`` with "段落N"."""
-    found = re.findall(r"段落(\d+)", ground_truth)
-    if not found:
-        raise ValueError(f"passage_retrieval_zh answer has no '段落N': {ground_truth!r}")
-    return _fraction_of_numbers_equal(prediction, found[0])
+    return _fraction_of_numbers_equal(prediction, _paragraph(ground_truth, "段落", "passage_retrieval_zh"))
 
 
 @metric("count", reference="LongBench metrics.py count_score")

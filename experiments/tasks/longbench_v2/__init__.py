@@ -13,9 +13,8 @@ import re
 from collections import defaultdict
 
 from compressors.base import CompressedContext
-from core.files import load_yaml
 from experiments.data.records import Example
-from experiments.tasks.benchmark import Benchmark, RecordFormat, ReportTable, folder_text
+from experiments.tasks.benchmark import Benchmark, RecordFormat, ReportTable, folder_prompted_tasks
 from experiments.tasks.longbench_v2 import records
 from experiments.tasks.prompts import PromptOptions, context_text
 from experiments.tasks.specs import TaskSpec
@@ -25,16 +24,12 @@ _DOLLAR = re.compile(r"\$(DOC|Q|COT|C_A|C_B|C_C|C_D)\$")
 
 @functools.cache
 def tasks() -> tuple[TaskSpec, ...]:
-    out = []
-    for name, info in load_yaml(folder_text(__name__, "tasks.yaml"))["tasks"].items():
-        prompts = {variant: folder_text(__name__, file) for variant, file in info["prompts"].items()}
-        out.append(TaskSpec(
-            name=name, family="longbench_v2", category=info["category"], lang="en", metric=info["metric"], prompt_version=info.get("prompt_version", 1),
-            max_new_tokens=info["max_new_tokens"], prompt=prompts.pop("default"), variants=prompts,
-            followup_max_new_tokens=info.get("followup_max_new_tokens", 0), retrieved_chunks=True,
-            source="experiments/tasks/longbench_v2",
-        ))
-    return tuple(out)
+    return tuple(TaskSpec(
+        name=name, family="longbench_v2", category=info["category"], lang="en", metric=info["metric"],
+        prompt_version=info.get("prompt_version", 1), max_new_tokens=info["max_new_tokens"], prompt=default,
+        variants=variants, followup_max_new_tokens=info.get("followup_max_new_tokens", 0), retrieved_chunks=True,
+        source="experiments/tasks/longbench_v2",
+    ) for name, info, default, variants in folder_prompted_tasks(__name__))
 
 
 def _fill(template: str, fields: dict[str, str]) -> str:
