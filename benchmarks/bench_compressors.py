@@ -11,7 +11,8 @@ rest is splitting, counting and the package's own code) and the ratio to BM25 re
 ``llmlingua2`` runs only with ``--llmlingua2-model FOLDER`` (a local token classifier: the published ones are
 hub downloads); its times with a tiny model say nothing of the real one's.
 
-Usage: ``python benchmarks/bench_compressors.py [--examples 3] [--words 1500] [--budgets 300 600]`` (data from
+Usage: ``python benchmarks/bench_compressors.py [--examples 3] [--words 1500] [--budgets 300 600] [--only ARM ...]``
+(``--only``: re-time some arms beside BM25 retrieval, e.g. after a change to one compressor; data from
 ``$CTXCOMP_DATA_DIR``, else ../shared/data beside the checkout).
 """
 from __future__ import annotations
@@ -52,6 +53,8 @@ def main() -> None:
     parser.add_argument("--words", type=int, default=1500)
     parser.add_argument("--budgets", type=int, nargs="+", default=[300, 600])
     parser.add_argument("--llmlingua2-model", default=None)
+    parser.add_argument("--only", nargs="+", choices=sorted(ARMS), default=None,
+                        help="Time these arms (BM25 retrieval, the ratios' base, always runs).")
     args = parser.parse_args()
 
     import torch
@@ -60,7 +63,8 @@ def main() -> None:
     from compressors.registry import make_compressor
     from readers.registry import make_reader
 
-    arms = dict(ARMS)
+    arms = {name: spec for name, spec in ARMS.items()
+            if args.only is None or name in args.only or name == "retrieval(bm25)"}
     if args.llmlingua2_model:
         arms["llmlingua2"] = {"name": "llmlingua2", "params": {"model": args.llmlingua2_model, "device": "cpu"}}
     print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} cores, "
