@@ -2,24 +2,14 @@
 known in closed form (its simulated rates are not checked here)."""
 from __future__ import annotations
 
-import importlib.util
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from benchmarks import sim_issue50 as sim
 from experiments.inference.paired import difference_bounds
 from experiments.inference.results import ALPHA
-
-REPO = Path(__file__).resolve().parents[1]
-
-
-def _sim():
-    spec = importlib.util.spec_from_file_location("sim_issue50", REPO / "benchmarks" / "sim_issue50.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_six_agreeing_documents_limit_is_the_all_zero_sample_bound_and_the_report_respects_it():
@@ -27,7 +17,6 @@ def test_six_agreeing_documents_limit_is_the_all_zero_sample_bound_and_the_repor
     probability (1 - p)^6, so no valid lower bound passes -(1 - alpha^(1/6)) = -0.459 (the sure version,
     ``power`` 1); the report's interval for partial-credit scores (betting: +-46.2 points), being valid, is no
     narrower."""
-    sim = _sim()
     sizes, sums = np.ones(6), np.zeros(6)
     sure = sim.untilted_limit(sizes, sums, 1.0, power=1.0)
     assert sure == pytest.approx(-(1 - ALPHA ** (1 / 6)), abs=1e-12)
@@ -40,7 +29,6 @@ def test_simulated_limit_matches_the_closed_form_where_tilting_cannot_help():
     alpha / (1 - w)^n exactly, so ``lower_limit`` must find the closed form's m.  Tolerance: the NP power is
     alpha over a simulated share of 20,000 null samples near 0.05 (relative SE 3%), which moves w by
     (1 - w) / n x 3% = 0.0045 per SE; 0.02 is over 4 SE."""
-    sim = _sim()
     sizes, sums = np.ones(6), np.zeros(6)
     closed = sim.untilted_limit(sizes, sums, 1.0)
     assert closed == pytest.approx(-(1 - (2 * ALPHA) ** (1 / 6)), abs=1e-12)
@@ -50,7 +38,6 @@ def test_simulated_limit_matches_the_closed_form_where_tilting_cannot_help():
 def test_a_longer_far_document_moves_the_question_weighted_mean_more():
     """The worst document may hold the pool's largest count of questions: with documents of 5 and a bound of
     10, the same mixing weight moves the question-weighted mean by w 10 / ((1 - w) 5 + w 10), not w."""
-    sim = _sim()
     sizes, sums = np.full(20, 5.0), np.zeros(20)
     w = 1 - (2 * ALPHA) ** (1 / 20)
     assert math.isclose(sim.untilted_limit(sizes, sums, 10.0), -w * 10 / ((1 - w) * 5 + w * 10), rel_tol=1e-12)
