@@ -21,11 +21,13 @@ power of the clustered path against the cluster-robust z-test.
   power a test on the sample mean alone can have (``mean_only_power``: Phan, Thomas & Learned-Miller 2021
   with T = the mean); the betting e-value against a uniform threshold U / alpha (the uniformly randomised
   Markov inequality, Ramdas & Manole 2023: P(e >= U / alpha) = E min(1, alpha e) <= alpha), exact in U.
+- ``n80-randomised``: that randomised test's power around the n where it reaches 80%.
 - ``width-limit``: on the held-out L-Eval cell (``benchmarks/heldout_nq.yaml``, ``--run``), the width any
   valid interval can reach on documents drawn like the cell's (``lower_limit``), against ours and the cluster
   bootstrap.
 
-Run: ``python benchmarks/sim_issue50.py [--trials N] [--only rare,power,null,limit,n80,candidates,width-limit]
+Run: ``python benchmarks/sim_issue50.py [--trials N] [--only rare,power,null,limit,n80,candidates,n80-randomised,
+width-limit]
 [--run DIR]``.  Each rate is printed with its
 Monte Carlo standard error.
 """
@@ -257,6 +259,21 @@ def part_n80(trials: int) -> None:
             print(f"| {disc:.0%} | {n} ({n / zn:.2f}x) | fixed n, now | {power:.3f} |", flush=True)
 
 
+N80_RANDOMISED = {0.04: (90, 100, 110), 0.10: (190, 205, 220), 0.30: (460, 490, 520)}  # around its crossing
+
+
+def part_n80_randomised(trials: int) -> None:
+    """Where the betting e-value against U / alpha (randomised Markov, ``part_candidates``) reaches 80%."""
+    print(f"\nn around 80% power, betting with the randomised Markov threshold ({trials} trials a cell, MC SE <= "
+          f"{_se(0.5, trials):.3f})\n| discordant | n (x the z-test's n) | power |\n| --- | --- | --- |")
+    rng = np.random.default_rng(59)
+    for disc, ns in N80_RANDOMISED.items():
+        for n in ns:
+            draws = clustered_draws(rng, trials, n, disc)
+            e = sim.betting_e(draws.sums, draws.sizes, -MARGIN / 100, bound=8.0)
+            print(f"| {disc:.0%} | {n} ({n / _z_n(disc):.2f}x) | {np.minimum(1.0, ALPHA * e).mean():.3f} |", flush=True)
+
+
 def _bentkus_rejects_one(total: float, n: int, second: float, high: float, level: float) -> bool:
     """Bentkus (2004): P(sum >= t) <= inf_h E(T - h)_+^2 / (t - h)^2, T a sum of n two-point laws on
     {-second / high, high} (mean 0, second moment ``second``); reject when that is <= ``level``."""
@@ -459,14 +476,14 @@ def part_width_limit(trials: int, run: Path = ROOT / "runs" / "nq-heldout", resa
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--trials", type=int, default=2000)
-    parser.add_argument("--only", default="rare,power,null,limit,n80,candidates,width-limit")
+    parser.add_argument("--only", default="rare,power,null,limit,n80,candidates,n80-randomised,width-limit")
     parser.add_argument("--run", type=Path, default=ROOT / "runs" / "nq-heldout",
                         help="the held-out cell's run directory (width-limit)")
     args = parser.parse_args()
     start = time.time()
     for part in args.only.split(","):
         {"rare": part_rare, "power": part_power, "null": part_null, "limit": part_limit,
-         "candidates": part_candidates, "n80": part_n80,
+         "candidates": part_candidates, "n80": part_n80, "n80-randomised": part_n80_randomised,
          "width-limit": lambda trials: part_width_limit(trials, args.run)}[part](args.trials)
     print(f"\n{time.time() - start:.0f} s")
 
