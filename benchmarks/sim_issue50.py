@@ -26,10 +26,9 @@ power of the clustered path against the cluster-robust z-test.
   valid interval can reach on documents drawn like the cell's (``lower_limit``), against ours and the cluster
   bootstrap.
 
-Run: ``python benchmarks/sim_issue50.py [--trials N] [--only rare,power,null,limit,n80,candidates,n80-randomised,
-width-limit]
-[--run DIR]``.  Each rate is printed with its
-Monte Carlo standard error.
+Run: ``python benchmarks/sim_issue50.py [--trials N] [--run DIR]
+[--only rare,power,null,limit,n80,candidates,n80-randomised,width-limit]``.  Each rate is printed with its Monte
+Carlo standard error.
 """
 from __future__ import annotations
 
@@ -327,8 +326,8 @@ def part_candidates(trials: int) -> None:
 
 
 def mean_only_power(x: np.ndarray, low: float, high: float) -> float:
-    """The most power a test of H0 "E x <= 0" (x in [-low, high]) that rejects on the sample mean alone, for
-    large means (Phan, Thomas & Learned-Miller 2021 with T = the mean: their bound is a function of T(x),
+    """The most power a test of H0 "E x <= 0" (x in [-low, high]) that rejects on the sample mean alone, when it
+    is large enough (Phan, Thomas & Learned-Miller 2021 with T = the mean: their bound is a function of T(x),
     monotone in it), can have on the samples ``x`` (trials x n): it must hold its level under the two-point law
     on {-low, high} of mean 0, whose mean of n draws is (high K - low (n - K)) / n, K ~ Binomial(n,
     low / (low + high)); so it cannot reject at or below the largest such mean with an upper tail above alpha."""
