@@ -17,14 +17,23 @@ power of the clustered path against the cluster-robust z-test.
 - ``limit``: the most power any valid test can have there (``power_limit``), which prices the target;
   ``n80``: that bound and the test's power around the n where each reaches 80%.
 - ``candidates``: the empirical Bentkus bound (Bentkus 2004; Kuchibhotla & Zheng 2021), valid, at three
-  splits of alpha between the mean and the second moment, beside Bentkus with the variance known.
+  splits of alpha between the mean and the second moment, beside Bentkus with the variance known; the most
+  power a test on the sample mean alone can have (``mean_only_power``: Phan, Thomas & Learned-Miller 2021
+  with T = the mean); the betting e-value against a uniform threshold U / alpha (the uniformly randomised
+  Markov inequality, Ramdas & Manole 2023: P(e >= U / alpha) = E min(1, alpha e) <= alpha), exact in U.
+- ``n80-randomised``: that randomised test's power around the n where it reaches 80%.
+- ``width-limit``: on the held-out L-Eval cell (``benchmarks/heldout_nq.yaml``, ``--run``), the width any
+  valid interval can reach on documents drawn like the cell's (``lower_limit``), against ours and the cluster
+  bootstrap.
 
-Run: ``python benchmarks/sim_issue50.py [--trials N] [--only rare,power,null,limit,n80,candidates]``.  Each rate is printed with its
-Monte Carlo standard error.
+Run: ``python benchmarks/sim_issue50.py [--trials N] [--run DIR]
+[--only rare,power,null,limit,n80,candidates,n80-randomised,width-limit]``.  Each rate is printed with its Monte
+Carlo standard error.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 import time
@@ -38,7 +47,10 @@ sys.path.insert(0, str(ROOT))
 
 from experiments.inference import betting  # noqa: E402
 from experiments.inference import simulation as sim  # noqa: E402
+from experiments.inference.paired import difference_bounds  # noqa: E402
+from experiments.inference.resampling import bootstrap_delta  # noqa: E402
 from experiments.inference.results import ALPHA  # noqa: E402
+from experiments.inference.units import as_units  # noqa: E402
 
 MARGIN = 5.0
 
@@ -138,14 +150,18 @@ def part_null(trials: int) -> None:
     """The power settings' model at the null's edge (true Δ = -5: every "not worse" is an error), at the n of
     the power table; 4% discordance cannot lose 5 points, so its row takes 5% (losses only)."""
     print(f"\nclustered null (Δ = -5), 8-question documents, ICC 0.3, {trials} trials a row, fixed n with the "
-          f"stakes now\n| discordant | n | false 'not worse' | MC SE at 0.025 |\n| --- | --- | --- | --- |")
+          f"stakes now\n| discordant | n | false 'not worse' | the same, randomised Markov (e >= U / alpha) "
+          f"| MC SE at 0.025 |\n| --- | --- | --- | --- | --- |")
     rng = np.random.default_rng(52)
     for disc in (0.05, 0.10, 0.30):
         for factor in (1.0, 1.5, 2.0):
             n = int(round(_z_n(max(disc, 0.04)) * factor))
             draws = clustered_draws(rng, trials, n, disc, delta=-MARGIN / 100)
-            rate = sim.betting_not_worse(draws, MARGIN, bound=8.0).mean()
-            print(f"| {disc:.0%} | {n} | {rate:.4f} | {_se(ALPHA, trials):.4f} |", flush=True)
+            e = sim.betting_e(draws.sums, draws.sizes, -MARGIN / 100, bound=8.0)  # every cell here is informative
+            chance = np.minimum(1.0, ALPHA * e)  # each trial's probability of rejecting, exact in U
+            se = chance.std(ddof=1) / math.sqrt(trials)
+            print(f"| {disc:.0%} | {n} | {(e >= 1 / ALPHA).mean():.4f} | {chance.mean():.4f} (SE {se:.4f}) "
+                  f"| {_se(ALPHA, trials):.4f} |", flush=True)
 
 
 def document_law(discordant: float, size: int = 8, icc: float = 0.3) -> np.ndarray:
@@ -163,34 +179,49 @@ def document_law(discordant: float, size: int = 8, icc: float = 0.3) -> np.ndarr
     return law
 
 
-def power_limit(law: np.ndarray, n: int, trials: int, rng: np.random.Generator, size: int = 8) -> tuple[float, float]:
-    """An upper bound on the power of any valid test at n documents: the Neyman-Pearson power against the
-    alternative ``law`` of one null law at Δ = -margin, minimised over a family of nulls.  A null of the
-    family is the alternative tilted by exp(-theta x) (x = sum + margin x size, the shifted document sum),
-    mixed with a document that loses all its questions (x = -(1 - margin) size, the bound's end) at the
-    weight that puts the mean at 0: what the issue's rare-loss and shifted-mean worries are made of.  Any
-    valid test has size <= alpha under each such law, so its power at the alternative is at most each law's
-    NP power.  Simulated on ``trials`` samples of each (the NP test randomised on ties); returns (bound, theta)."""
-    x = np.arange(-size, size + 1) + MARGIN / 100 * size
-    best = (1.0, 0.0)
-    for theta in np.linspace(0.0, 1.5, 31):
-        tilted = law * np.exp(-theta * x)
+def np_power(alt: np.ndarray, null: np.ndarray, n: int, trials: int, rng: np.random.Generator) -> float:
+    """The Neyman-Pearson power at level ALPHA of n draws, ``null`` against ``alt`` (two laws on one finite
+    support), randomised on ties and simulated on ``trials`` samples of each.  An atom the alternative never
+    draws (the null's added worst document) makes a sample the null's: it is never rejected."""
+    with np.errstate(divide="ignore"):
+        ratio = np.nan_to_num(np.log(alt) - np.log(null), neginf=-1e9)
+    under_null = rng.multinomial(n, null, size=trials) @ ratio
+    under_alt = rng.multinomial(n, alt, size=trials) @ ratio
+    cut = np.quantile(under_null, 1 - ALPHA)
+    ties = (under_null == cut).mean()
+    share = (ALPHA - (under_null > cut).mean()) / ties if ties > 0 else 0.0
+    return float((under_alt > cut).mean() + share * (under_alt == cut).mean())
+
+
+def mean_zero_nulls(alt: np.ndarray, x: np.ndarray, worst: int, thetas: np.ndarray):
+    """Null laws of E x = 0 built from the alternative ``alt`` on the support ``x``: tilted by exp(-theta x)
+    and mixed with the atom ``worst`` (the bound's end) at the weight that puts the mean at 0.  Yields
+    (theta, null) while the tilted mean is still >= 0."""
+    for theta in thetas:
+        tilted = alt * np.exp(-theta * x)
         tilted /= tilted.sum()
         mean = float(tilted @ x)
         if mean < 0:
-            break
-        weight = mean / (mean - x[0])
+            return
+        weight = mean / (mean - x[worst])
         null = (1 - weight) * tilted
-        null[0] += weight
-        ratio = np.log(law) - np.log(null)
-        under_null = rng.multinomial(n, null, size=trials) @ ratio
-        under_alt = rng.multinomial(n, law, size=trials) @ ratio
-        cut = np.quantile(under_null, 1 - ALPHA)
-        ties = (under_null == cut).mean()
-        share = (ALPHA - (under_null > cut).mean()) / ties if ties > 0 else 0.0
-        power = (under_alt > cut).mean() + share * (under_alt == cut).mean()
+        null[worst] += weight
+        yield float(theta), null
+
+
+def power_limit(law: np.ndarray, n: int, trials: int, rng: np.random.Generator, size: int = 8) -> tuple[float, float]:
+    """An upper bound on the power of any valid test at n documents: the Neyman-Pearson power against the
+    alternative ``law`` of one null law at Δ = -margin, minimised over a family of nulls (``mean_zero_nulls``
+    on the shifted document sum x = sum + margin x size, the worst atom a document that loses all its
+    questions, x = -(1 - margin) size): what the issue's rare-loss and shifted-mean worries are made of.  Any
+    valid test has size <= alpha under each such law, so its power at the alternative is at most each law's
+    NP power.  Returns (bound, theta)."""
+    x = np.arange(-size, size + 1) + MARGIN / 100 * size
+    best = (1.0, 0.0)
+    for theta, null in mean_zero_nulls(law, x, 0, np.linspace(0.0, 1.5, 31)):
+        power = np_power(law, null, n, trials, rng)
         if power < best[0]:
-            best = (float(power), float(theta))
+            best = (power, theta)
     return best
 
 
@@ -225,6 +256,21 @@ def part_n80(trials: int) -> None:
             draws = clustered_draws(rng, trials, n, disc)
             power = (sim.betting_e(draws.sums, draws.sizes, -MARGIN / 100, bound=8.0) >= 1 / ALPHA).mean()
             print(f"| {disc:.0%} | {n} ({n / zn:.2f}x) | fixed n, now | {power:.3f} |", flush=True)
+
+
+N80_RANDOMISED = {0.04: (90, 100, 110), 0.10: (190, 205, 220), 0.30: (460, 490, 520)}  # around its crossing
+
+
+def part_n80_randomised(trials: int) -> None:
+    """Where the betting e-value against U / alpha (randomised Markov, ``part_candidates``) reaches 80%."""
+    print(f"\nn around 80% power, betting with the randomised Markov threshold ({trials} trials a cell, MC SE <= "
+          f"{_se(0.5, trials):.3f})\n| discordant | n (x the z-test's n) | power |\n| --- | --- | --- |")
+    rng = np.random.default_rng(59)
+    for disc, ns in N80_RANDOMISED.items():
+        for n in ns:
+            draws = clustered_draws(rng, trials, n, disc)
+            e = sim.betting_e(draws.sums, draws.sizes, -MARGIN / 100, bound=8.0)
+            print(f"| {disc:.0%} | {n} ({n / _z_n(disc):.2f}x) | {np.minimum(1.0, ALPHA * e).mean():.3f} |", flush=True)
 
 
 def _bentkus_rejects_one(total: float, n: int, second: float, high: float, level: float) -> bool:
@@ -263,17 +309,33 @@ def bentkus_rejects(x: np.ndarray, low: float, high: float, share: float = 0.2) 
 def part_candidates(trials: int) -> None:
     print(f"\ncandidates at 1.5x the z-test's n, Δ = 0 ({trials} trials a cell, MC SE <= {_se(0.5, trials):.3f})"
           "\n| discordant | n | betting, cap per step | empirical Bentkus (share 0.05 / 0.2 / 0.5) "
-          "| Bentkus, variance known (not valid) |\n| --- | --- | --- | --- | --- |")
+          "| Bentkus, variance known (not valid) | any test on the mean alone (Phan et al. 2021, T = mean), at most "
+          "| betting, randomised Markov (e >= U / alpha) |\n| --- | --- | --- | --- | --- | --- | --- |")
     rng = np.random.default_rng(54)
     low, high = (1 - MARGIN / 100) * 8, (1 + MARGIN / 100) * 8
     for disc in (0.04, 0.10, 0.30):
         n = int(round(_z_n(disc) * 1.5))
         draws = clustered_draws(rng, trials, n, disc)
         x = draws.sums + MARGIN / 100 * draws.sizes
-        now = (sim.betting_e(draws.sums, draws.sizes, -MARGIN / 100, bound=8.0) >= 1 / ALPHA).mean()
+        e = sim.betting_e(draws.sums, draws.sizes, -MARGIN / 100, bound=8.0)
+        now, randomised = (e >= 1 / ALPHA).mean(), np.minimum(1.0, ALPHA * e).mean()
         split = " / ".join(f"{bentkus_rejects(x, low, high, share).mean():.3f}" for share in (0.05, 0.2, 0.5))
         known = _bentkus_known(x, high, float(document_law(disc) @ (np.arange(-8, 9) ** 2)))
-        print(f"| {disc:.0%} | {n} | {now:.3f} | {split} | {known:.3f} |", flush=True)
+        print(f"| {disc:.0%} | {n} | {now:.3f} | {split} | {known:.3f} | {mean_only_power(x, low, high):.3f} "
+              f"| {randomised:.3f} |", flush=True)
+
+
+def mean_only_power(x: np.ndarray, low: float, high: float) -> float:
+    """The most power a test of H0 "E x <= 0" (x in [-low, high]) that rejects on the sample mean alone, when it
+    is large enough (Phan, Thomas & Learned-Miller 2021 with T = the mean: their bound is a function of T(x),
+    monotone in it), can have on the samples ``x`` (trials x n): it must hold its level under the two-point law
+    on {-low, high} of mean 0, whose mean of n draws is (high K - low (n - K)) / n, K ~ Binomial(n,
+    low / (low + high)); so it cannot reject at or below the largest such mean with an upper tail above alpha."""
+    n = x.shape[1]
+    k = np.arange(n + 1)
+    tail = stats.binom.sf(k - 1, n, low / (low + high))  # P(K >= k)
+    first = int(k[tail <= ALPHA][0])  # the smallest count whose upper tail is <= alpha
+    return float((x.mean(axis=1) > (high * (first - 1) - low * (n - first + 1)) / n).mean())
 
 
 def _bentkus_known(x: np.ndarray, high: float, variance: float) -> float:
@@ -282,15 +344,146 @@ def _bentkus_known(x: np.ndarray, high: float, variance: float) -> float:
     return float(np.mean([_bentkus_rejects_one(t, x.shape[1], variance, high, ALPHA) for t in x.sum(axis=1)]))
 
 
+def cell_pairs(run: Path) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Each compressed arm of a run's predictions.jsonl against its ``full`` arm, by question: full's score,
+    the arm's, and the document (cluster) it was asked of; keyed by the arm's label."""
+    rows = [json.loads(line) for line in (run / "predictions.jsonl").read_text().splitlines() if line.strip()]
+    full = {r["id"]: r["score"] for r in rows if r["compressor"] == "full"}
+    out = {}
+    for arm in sorted({r["compressor"] for r in rows} - {"full"}):
+        mine = [r for r in rows if r["compressor"] == arm and r["id"] in full]
+        out[arm] = (np.array([full[r["id"]] for r in mine]), np.array([r["score"] for r in mine]),
+                    np.array([r["cluster"] for r in mine]))
+    return out
+
+
+def lower_limit(sizes: np.ndarray, sums: np.ndarray, bound: float, trials: int, seed: int,
+                power: float = 0.5) -> float:
+    """The highest a valid lower bound on the question-weighted mean can reach with probability ``power``
+    on documents drawn like the sample's (its empirical law Q): for each m below the sample's mean, the nulls
+    of ``mean_zero_nulls`` (Q tilted, mixed with a document of ``bound`` questions that loses them all) have
+    mean m, so any valid bound L has P_Q(L > m) <= the least NP power b(m) among them; the limit is the m
+    where b(m) = ``power`` (bisection; the same seed at every m, so b is a smooth function of m)."""
+    q = np.append(np.full(len(sizes), 1 / len(sizes)), 0.0)  # the worst document last, Q never draws it
+
+    def b(m: float) -> float:
+        x = np.append(sums - m * sizes, -bound * (1 + m))
+        rng = np.random.default_rng(seed)
+        return min(np_power(q, null, len(sizes), trials, rng)
+                   for _, null in mean_zero_nulls(q, x, len(x) - 1, np.linspace(0.0, 3.0, 31)))
+
+    high, low = float(sums.sum() / sizes.sum()), -1.0  # b(high) = alpha < power, b(-1) = 1
+    while high - low > 2e-4:
+        mid = (high + low) / 2
+        low, high = (mid, high) if b(mid) >= power else (low, mid)
+    return low
+
+
+def untilted_limit(sizes: np.ndarray, sums: np.ndarray, bound: float, power: float = 0.5,
+                   keep_sizes: bool = False) -> float:
+    """``lower_limit`` with the untilted null (1 - w) Q + w (worst document) alone, in closed form: its n
+    draws dominate (1 - w)^n Q^n, so P_Q(L > m_w) <= alpha / (1 - w)^n for any valid L, = ``power`` at
+    w = 1 - (alpha / power)^(1/n); m_w its question-weighted mean.  ``keep_sizes``: the worst document is
+    one of the sample's, losing all its questions (a narrower class of laws than the test's, whose documents
+    may hold up to ``bound`` questions in any proportion): m_w = (1 - w) mean - w."""
+    w = 1 - (ALPHA / power) ** (1 / len(sizes))
+    if keep_sizes:
+        return float((1 - w) * sums.sum() / sizes.sum() - w)
+    return float(((1 - w) * sums.mean() - w * bound) / ((1 - w) * sizes.mean() + w * bound))
+
+
+def mean_only_lower(sizes: np.ndarray, sums: np.ndarray, bound: float) -> float:
+    """The highest lower bound any bound read off the sample's mean alone (monotone in it: Phan, Thomas &
+    Learned-Miller 2021 with T = the mean) can give: at a candidate m it must hold its level under the
+    two-point law of x = sum - m size on {-(1 + m) N, (1 - m) N} with mean 0, where the mean of n draws is
+    N (2K - n (1 + m)) / n, K ~ Binomial(n, (1 + m) / 2); it cannot reject m while P(mean >= observed) > alpha."""
+    n = len(sizes)
+    for m in np.arange(float(sums.sum() / sizes.sum()), -1.0, -1e-4):
+        observed = float((sums - m * sizes).mean())
+        k = math.ceil(n * (1 + m) / 2 + n * observed / (2 * bound) - 1e-9)
+        if stats.binom.sf(k - 1, n, (1 + m) / 2) <= ALPHA:
+            return float(m)
+    return -1.0
+
+
+def our_widths(sizes: np.ndarray, sums: np.ndarray, bound: float, resamples: int, seed: int) -> np.ndarray:
+    """The report's interval (``difference_bounds``) on ``resamples`` draws of documents from the sample's
+    empirical law, each document's sum spread evenly over its questions (the units the test reads)."""
+    rng = np.random.default_rng(seed)
+    widths = np.empty(resamples)
+    for i in range(resamples):
+        pick = rng.integers(0, len(sizes), len(sizes))
+        counts = sizes[pick].astype(int)
+        diffs = np.repeat(sums[pick] / sizes[pick], counts)
+        clusters = list(np.repeat(np.arange(len(pick)), counts).astype(str))
+        found = difference_bounds(0.5 - diffs / 2, 0.5 + diffs / 2, clusters=clusters, max_cluster=int(bound))
+        widths[i] = found.upper - found.lower
+    return widths
+
+
+def randomised_interval(d: np.ndarray, clusters: list[str], bound: float, u: float) -> tuple[float, float, float]:
+    """The report's fixed-n interval with the threshold U / alpha for one U (the uniformly randomised Markov
+    inequality): the rejected deltas grow as U falls, so at U = 1/2 it is the median interval over U.  Also
+    the U below which it is empty (both one-sided tests reject the sample's own mean)."""
+    units = as_units(d, None, clusters)
+    order = betting.orders(len(units.sums))
+
+    def e(deltas: np.ndarray, upper: bool) -> np.ndarray:
+        return betting.one_sided_e(units.sums, units.sizes, deltas, values=(-1.0, 1.0), bound=bound, upper=upper,
+                                   order=order, alpha=ALPHA)
+
+    lo, hi = betting.bounds(lambda deltas, upper: e(deltas, upper) >= u / ALPHA, (-1.0, 1.0), float(d.mean()))
+    mean = np.array([units.statistic])
+    return lo, hi, ALPHA * float(min(e(mean, True)[0], e(mean, False)[0]))
+
+
+def part_width_limit(trials: int, run: Path = ROOT / "runs" / "nq-heldout", resamples: int = 200) -> None:
+    """What any valid interval can do on the held-out cell (docs/metrics.md): run ``benchmarks/heldout_nq.yaml``
+    into ``run`` first."""
+    if not (run / "predictions.jsonl").exists():
+        print(f"\nwidth-limit: no {run / 'predictions.jsonl'}; run: ctxcomp run benchmarks/heldout_nq.yaml --out {run}")
+        return
+    trials = max(trials, 20000)
+    print(f"\nwhat any valid interval can reach on documents drawn like the cell's (NP over tilted + worst-document "
+          f"nulls, {trials} samples a law; each bound is beyond its limit at least half the time, the width below "
+          f"its limit at most half the time: each side at 1/4), against ours\n| arm | documents (questions) | ours on the "
+          f"sample | ours, median over {resamples} resamples | each bound's limit (median) | the width's limit (median) | limit, untilted null | the same, sizes "
+          f"known | any bound read "
+          f"off the mean alone | cluster bootstrap | ours, randomised Markov at U = 1/2 |\n"
+          f"| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for arm, (a, b, clusters) in cell_pairs(run).items():
+        units = as_units(b - a, None, list(clusters))
+        sizes, sums = units.sizes, units.sums
+        bound = float(sizes.max())  # the whole file is read: the sample's largest document is the pool's
+        ours = difference_bounds(a, b, clusters=list(clusters), max_cluster=int(bound))
+        sides = [(sizes, sums), (sizes, -sums)]  # the upper bound is the mirror sample's lower bound, negated
+        limit = [lower_limit(s, t, bound, trials, 57) for s, t in sides]
+        either = [lower_limit(s, t, bound, trials, 57, power=0.25) for s, t in sides]  # P(either side) <= 1/2
+        plain = [untilted_limit(s, t, bound) for s, t in sides]
+        known = [untilted_limit(s, t, bound, keep_sizes=True) for s, t in sides]
+        mean_only = [mean_only_lower(s, t, bound) for s, t in sides]
+        resampled = our_widths(sizes, sums, bound, resamples, 58)
+        boot = bootstrap_delta(a, b, clusters=list(clusters))
+        low, high, empty = randomised_interval(b - a, list(clusters), bound, 0.5)
+        print(f"| {arm} | {len(sizes)} ({int(sizes.sum())}) | {100 * (ours.upper - ours.lower):.1f} "
+              f"[{100 * ours.lower:+.1f}, {100 * ours.upper:+.1f}] | {100 * np.median(resampled):.1f} "
+              f"| {-100 * sum(limit):.1f} [{100 * limit[0]:+.1f}, {-100 * limit[1]:+.1f}] | {-100 * sum(either):.1f} "
+              f"| {-100 * sum(plain):.1f} | {-100 * sum(known):.1f} | {-100 * sum(mean_only):.1f} | {boot.hi - boot.lo:.1f} "
+              f"| {100 * (high - low):.1f} (empty at U < {empty:.4f}) |", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--trials", type=int, default=2000)
-    parser.add_argument("--only", default="rare,power,null,limit,n80,candidates")
+    parser.add_argument("--only", default="rare,power,null,limit,n80,candidates,n80-randomised,width-limit")
+    parser.add_argument("--run", type=Path, default=ROOT / "runs" / "nq-heldout",
+                        help="the held-out cell's run directory (width-limit)")
     args = parser.parse_args()
     start = time.time()
     for part in args.only.split(","):
         {"rare": part_rare, "power": part_power, "null": part_null, "limit": part_limit,
-         "candidates": part_candidates, "n80": part_n80}[part](args.trials)
+         "candidates": part_candidates, "n80": part_n80, "n80-randomised": part_n80_randomised,
+         "width-limit": lambda trials: part_width_limit(trials, args.run)}[part](args.trials)
     print(f"\n{time.time() - start:.0f} s")
 
 
