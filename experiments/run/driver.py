@@ -34,7 +34,7 @@ from experiments.data.provenance import add_session, append_cache_keys, end_sess
 from experiments.data.records import NOT_FIXED_BY_RESUME, RecordKey
 from experiments.data.store import CONFIG, GRID, LOCK, RunDir
 from experiments.run.config import ANALYSIS_ONLY, EXECUTION, RunConfig, dump_config, load_config
-from experiments.run.examples import source_pools
+from experiments.run.examples import generator_reads, source_pools
 from experiments.run.executors import Executor, LocalExecutor
 from experiments.run.grid import expand_grid, grid_manifest
 from experiments.run.plan import (
@@ -289,13 +289,12 @@ class _CellNames:
 
 
 def data_files(config: RunConfig) -> list[str]:
-    """The files a run reads its examples from (task files, data names' files, open-domain corpora, RULER's QA
-    source and essay, task spec files), for the manifest's sha256s; hub and generated data have none."""
+    """The files a run reads its examples from (task files, data names' files, open-domain corpora, the files a
+    generator reads, task spec files), for the manifest's sha256s; hub data has none."""
     paths = []
     for task in config.tasks:
-        ruler = task.ruler
-        for value in (task.file, task.open_domain and task.open_domain.corpus, ruler and ruler.qa_source,
-                      ruler and ruler.essay, task.name if task.name.endswith((".yaml", ".yml")) else None):
+        for value in (task.file, task.open_domain and task.open_domain.corpus, *generator_reads(task),
+                      task.name if task.name.endswith((".yaml", ".yml")) else None):
             if value:
                 with contextlib.suppress(UserError):  # a data name not fetched is said where it is read
                     path = local_file(value) if value in catalog() else Path(value)

@@ -60,7 +60,7 @@ def test_rulers_single_needle_is_found_at_2k_and_8k_tokens(tmp_path):
     not context: read end to end (config, prompt, cached reader), the baseline answers with the needle."""
     from experiments import evaluate
 
-    config = {"name": "niah", "tasks": [{"name": "ruler_niah_single", "ruler": {"lengths": [2048, 8192], "n": 3}}],
+    config = {"name": "niah", "tasks": [{"name": "ruler_niah_single", "generate": {"lengths": [2048, 8192], "n": 3}}],
               "readers": ["extractive"]}
     result = evaluate(config, tmp_path / "run", report=False, progress=False)
     preds = result.data.predictions
