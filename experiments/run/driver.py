@@ -178,11 +178,8 @@ class Runner:
         return same_tasks and [p.config_hash for p in expand_grid(held)] == [p.config_hash for p in self.grid]
 
     def _rekey(self, manifest: dict) -> bool:
-        """Give records written under older keys this version's keys, once, under the lock.
-
-        Until this version a single server's ``base_url`` was part of the key (``base_urls`` never was); such a run,
-        continued, keeps every prediction: its lines are rewritten with the keys its points have now.
-        """
+        """Give records keyed with a single server's ``base_url`` (which changes no output) the keys their points
+        have, once, under the lock, so such a run, continued, keeps every prediction."""
         old = [p.get("config_hash") for p in manifest.get("points", [])]
         if len(old) != len(self.grid):
             return False
@@ -190,8 +187,8 @@ class Runner:
         if mapping:
             for log in self.files.logs():
                 log.rekey(mapping)
-            self.notify(f"{self.run_dir}: {len(mapping)} grid point(s) written by an older ctxcomp now have this "
-                        "version's keys (a server address no longer is one); nothing is asked again")
+            self.notify(f"{self.run_dir}: {len(mapping)} grid point(s) were keyed with a server's address, which "
+                        "changes no output; their lines get the address-free keys, and nothing is asked again")
         return bool(mapping)
 
     def _run(self) -> RunStats:
