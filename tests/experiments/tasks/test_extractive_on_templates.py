@@ -44,7 +44,7 @@ def test_the_question_is_found_and_the_evidence_sentence_returned(name):
 
 
 def test_leval_questions_differ_so_answers_differ():
-    """Found on L-Eval: the baseline used to ignore `Instruction:` and answer every question alike."""
+    """On L-Eval the baseline reads `Instruction:`, so it answers each question of one document differently."""
     spec = get_task("financial_qa")
     context = "Revenue grew to 12 billion dollars. The chief executive is Ada Brook. Costs fell by 3 percent."
     answers = []
