@@ -7,10 +7,11 @@ from typing import Any, Optional
 import typer
 from typer.core import TyperGroup
 
+from core.errors import UserError
 from experiments.cli.curve import curve
 from experiments.cli.data import data_app
 from experiments.cli.design import plan
-from experiments.cli.errors import set_debug, user_errors
+from experiments.cli.errors import one_line, set_debug, user_errors
 from experiments.cli.listing import cache_app, list_components
 from experiments.cli.quickstart import quickstart
 from experiments.cli.retrieve import chunk, retrieve
@@ -72,7 +73,12 @@ class BenchmarkCommands(TyperGroup):
         from experiments.tasks.benchmark import build_commands
 
         offered = typer.Typer()
-        for name, command in build_commands().items():
+        try:
+            commands = build_commands()
+        except UserError as err:  # two benchmarks offering one name, a plugin's command that cannot be imported
+            typer.echo(f"error: {one_line(str(err))}", err=True)
+            raise typer.Exit(2) from None
+        for name, command in commands.items():
             offered.command(name)(user_errors(command))
         return dict(typer.main.get_group(offered).commands)
 

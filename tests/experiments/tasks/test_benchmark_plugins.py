@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from core.errors import UserError
 from experiments.cli.app import app
 from experiments.scoring.registry import METRICS
-from experiments.tasks.benchmark import BENCHMARKS, families
+from experiments.tasks.benchmark import BENCHMARKS, Benchmark, families
 from experiments.tasks.specs import TASKS, TaskSpec, get_task
 
 REPO = Path(__file__).resolve().parents[3]
@@ -213,3 +213,8 @@ def test_a_plugin_benchmark_offers_a_build_command(tmp_path, monkeypatch, fresh_
     listed = _invoke("build", "--help")
     assert all(name in listed for name in ("toy", "kv", "sweep", "m4le", "ruler"))
     assert _invoke("build", "toy", "--n", "3", "--out", "x.jsonl").strip() == "3 toy examples to x.jsonl"
+    from experiments.tasks.benchmark import register_benchmark
+
+    register_benchmark(Benchmark(name="toyclash", formats=(), tasks=lambda: (), commands={"kv": "toygen:build_toy"}))
+    clash = CliRunner().invoke(app, ["build", "--help"])
+    assert clash.exit_code == 2 and "`ctxcomp build kv` is offered by the benchmarks litm and toyclash" in clash.output
