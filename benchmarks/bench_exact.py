@@ -106,7 +106,7 @@ def main() -> None:
     parser.add_argument("--merge-base", action="store_true", help=f"also time {MERGE_BASE} (about 3x {MAIN}'s time)")
     parser.add_argument("--skip-plan", action="store_true")
     parser.add_argument("--now-only", action="store_true",
-                        help="time today's code alone (a whole 60-cell grid without the old code's minutes)")
+                        help="time today's code alone (a whole 60-cell grid without the minutes the reference commits take)")
     args = parser.parse_args()
     os.environ["CTXCOMP_CACHE_DIR"] = tempfile.mkdtemp(prefix="bench-exact-")  # cold: nothing kept yet
     from experiments.inference import exact, power

@@ -119,6 +119,7 @@ def inline_commands() -> list[tuple[str, str]]:
 
 def _cli_options() -> dict[tuple[str, ...], set[str]]:
     """Every ctxcomp command path (``("build", "ruler")``) with the options it takes."""
+    import typer
     import typer.main
 
     from experiments.cli.app import app
@@ -126,10 +127,10 @@ def _cli_options() -> dict[tuple[str, ...], set[str]]:
     out: dict[tuple[str, ...], set[str]] = {}
 
     def walk(command, path: tuple[str, ...]) -> None:
-        subs = getattr(command, "commands", None)
-        if subs:
-            for name, sub in subs.items():
-                walk(sub, (*path, name))
+        if hasattr(command, "list_commands"):  # asked as click asks, so a group filled when listed (build) counts
+            ctx = typer.Context(command)
+            for name in command.list_commands(ctx):
+                walk(command.get_command(ctx, name), (*path, name))
         out[path] = {o for p in command.params for o in (*getattr(p, "opts", ()), *getattr(p, "secondary_opts", ()))
                      if o.startswith("-")} | {"--help"}
 

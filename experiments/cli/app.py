@@ -2,15 +2,16 @@
 from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
-from typing import Optional
+from typing import Any, Optional
 
 import typer
+from typer.core import TyperGroup
 
-from experiments.cli.build import build_kv, build_m4le, build_ruler, build_sweep
+from core.errors import UserError
 from experiments.cli.curve import curve
 from experiments.cli.data import data_app
 from experiments.cli.design import plan
-from experiments.cli.errors import set_debug
+from experiments.cli.errors import one_line, set_debug, user_errors
 from experiments.cli.listing import cache_app, list_components
 from experiments.cli.quickstart import quickstart
 from experiments.cli.retrieve import chunk, retrieve
@@ -62,11 +63,34 @@ app.command("judge")(judge)
 app.command("plan")(plan)
 app.command("list")(list_components)
 
-build_app = typer.Typer(help="Build data in the published formats (KV retrieval, LITM position sweeps, M4LE, RULER-style tasks).", no_args_is_help=True)
-build_app.command("kv")(build_kv)
-build_app.command("sweep")(build_sweep)
-build_app.command("m4le")(build_m4le)
-build_app.command("ruler")(build_ruler)
+
+
+class BenchmarkCommands(TyperGroup):
+    """``ctxcomp build``: the commands the registered benchmarks offer (``Benchmark.commands``), looked up when the
+    group is listed or one of them runs, so a plugin benchmark adds its own and other commands import none."""
+
+    def _commands(self) -> dict[str, Any]:
+        from experiments.tasks.benchmark import build_commands
+
+        offered = typer.Typer()
+        try:
+            commands = build_commands()
+        except UserError as err:  # two benchmarks offering one name, a plugin's command that cannot be imported
+            typer.echo(f"error: {one_line(str(err))}", err=True)
+            raise typer.Exit(2) from None
+        for name, command in commands.items():
+            offered.command(name)(user_errors(command))
+        return dict(typer.main.get_group(offered).commands)
+
+    def list_commands(self, ctx: typer.Context) -> list[str]:
+        return sorted(self._commands())
+
+    def get_command(self, ctx: typer.Context, cmd_name: str) -> Any:
+        return self._commands().get(cmd_name)
+
+
+build_app = typer.Typer(cls=BenchmarkCommands, no_args_is_help=True,
+                        help="Build a benchmark's data in its published format (each benchmark offers its own).")
 app.add_typer(build_app, name="build")
 app.add_typer(data_app, name="data")
 app.add_typer(cache_app, name="cache")

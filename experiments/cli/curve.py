@@ -13,8 +13,9 @@ from typing import List, Optional
 import typer
 
 from core.errors import UserError
-from experiments.cli.errors import data_path, parse_ints, plain_output, print_table, user_errors
+from experiments.cli.errors import plain_output, print_table, user_errors
 from experiments.cli.retrieve import retriever_spec, shard_plan
+from experiments.tasks.commands import data_path, parse_ints
 
 DEFAULT_KS = "1,2,5,10,20,30,40,50"
 

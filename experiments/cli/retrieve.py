@@ -11,7 +11,8 @@ import typer
 
 from core.errors import UserError
 from core.registry import ComponentSpec
-from experiments.cli.errors import data_path, parse_overrides, user_errors
+from experiments.cli.errors import parse_overrides, user_errors
+from experiments.tasks.commands import data_path
 from indexes.chunking import make_chunker
 
 

@@ -155,16 +155,16 @@ def held_sizes(config: RunConfig) -> dict[str, int]:
 
 def growable(config: RunConfig, limits: Limits) -> RunConfig:
     """The config with every task on a nested sample dealt by whole documents (``grown_sample``): a task with
-    ``limit`` or a generated RULER task cannot grow and is refused in one line."""
+    ``limit`` or a benchmark's generated task cannot grow and is refused in one line."""
     tasks = []
     for task in config.tasks:
         if task.limit is not None:
             raise UserError(f"--until-decided grows each task's sample: task {task.key!r} has `limit: "
                             f"{task.limit}` (the first N questions); give it `sample: {{n: {task.limit}, "
                             "seed: 0}` instead")
-        if task.ruler is not None:
-            raise UserError(f"--until-decided cannot grow the generated RULER task {task.key!r} (its size is "
-                            "`ruler.n`); run it at a fixed n")
+        if task.generate is not None:
+            raise UserError(f"--until-decided cannot grow the generated task {task.key!r} (its size is set in "
+                            "its `generate:` section); run it at a fixed size")
         tasks.append(task.model_copy(update={"sample": grown_sample(task.sample, limits.step)}))
     return config.model_copy(update={"tasks": tasks})
 

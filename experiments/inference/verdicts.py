@@ -14,7 +14,7 @@ verdict, the interval and the p-value are one computation:
 - ``worse``: H0 "not worse by more than the margin" rejected at alpha: ``hi < -margin``;
 - else ``cannot tell at this n``.
 
-Why not the sign flip any more: under H0 "mean difference = -margin" a sign flip assumes each (shifted)
+Why not a sign flip: under H0 "mean difference = -margin" a sign flip assumes each (shifted)
 difference is symmetric about 0.  When the arm changes few answers and mostly for the worse, the shifted
 differences are +0.05 most of the time and -0.95 rarely: mean 0, median positive.  The sign flip then says
 "not worse" in 30-37% of trials at 16 questions for a nominal 2.5% (docs/metrics.md has the table).

@@ -345,8 +345,8 @@ def load_run(run_dir: str | Path) -> RunData:
     """A run directory's records, read without writing, and its cells."""
     files = RunDir(Path(run_dir)).require()
     preds, fails, manifest = files.predictions.read(), files.failures.read(), files.manifest()
-    # each task's largest document, recorded in grid.json from its source before any score (a run written
-    # before it was recorded falls back to its sample's largest document: valid only given the sizes drawn)
+    # each task's largest document, recorded in grid.json from its source before any score (a grid.json without
+    # it falls back to its sample's largest document: valid only given the sizes drawn)
     largest = {t["key"]: int(t["largest_document"]) for t in manifest.get("tasks", []) if "largest_document" in t}
     cells = compute_cells(preds, fails, manifest, largest=largest)
     with_confidence_sequences(cells, files.path)

@@ -34,7 +34,7 @@ from experiments.data.provenance import add_session, append_cache_keys, end_sess
 from experiments.data.records import NOT_FIXED_BY_RESUME, RecordKey
 from experiments.data.store import CONFIG, GRID, LOCK, RunDir
 from experiments.run.config import ANALYSIS_ONLY, EXECUTION, RunConfig, dump_config, load_config
-from experiments.run.examples import source_pools
+from experiments.run.examples import generator_reads, source_pools
 from experiments.run.executors import Executor, LocalExecutor
 from experiments.run.grid import expand_grid, grid_manifest
 from experiments.run.plan import (
@@ -178,11 +178,8 @@ class Runner:
         return same_tasks and [p.config_hash for p in expand_grid(held)] == [p.config_hash for p in self.grid]
 
     def _rekey(self, manifest: dict) -> bool:
-        """Give records written under older keys this version's keys, once, under the lock.
-
-        Until this version a single server's ``base_url`` was part of the key (``base_urls`` never was); such a run,
-        continued, keeps every prediction: its lines are rewritten with the keys its points have now.
-        """
+        """Give records keyed with a single server's ``base_url`` (which changes no output) the keys their points
+        have, once, under the lock, so such a run, continued, keeps every prediction."""
         old = [p.get("config_hash") for p in manifest.get("points", [])]
         if len(old) != len(self.grid):
             return False
@@ -190,8 +187,8 @@ class Runner:
         if mapping:
             for log in self.files.logs():
                 log.rekey(mapping)
-            self.notify(f"{self.run_dir}: {len(mapping)} grid point(s) written by an older ctxcomp now have this "
-                        "version's keys (a server address no longer is one); nothing is asked again")
+            self.notify(f"{self.run_dir}: {len(mapping)} grid point(s) were keyed with a server's address, which "
+                        "changes no output; their lines get the address-free keys, and nothing is asked again")
         return bool(mapping)
 
     def _run(self) -> RunStats:
@@ -289,13 +286,12 @@ class _CellNames:
 
 
 def data_files(config: RunConfig) -> list[str]:
-    """The files a run reads its examples from (task files, data names' files, open-domain corpora, RULER's QA
-    source and essay, task spec files), for the manifest's sha256s; hub and generated data have none."""
+    """The files a run reads its examples from (task files, data names' files, open-domain corpora, the files a
+    generator reads, task spec files), for the manifest's sha256s; hub data has none."""
     paths = []
     for task in config.tasks:
-        ruler = task.ruler
-        for value in (task.file, task.open_domain and task.open_domain.corpus, ruler and ruler.qa_source,
-                      ruler and ruler.essay, task.name if task.name.endswith((".yaml", ".yml")) else None):
+        for value in (task.file, task.open_domain and task.open_domain.corpus, *generator_reads(task),
+                      task.name if task.name.endswith((".yaml", ".yml")) else None):
             if value:
                 with contextlib.suppress(UserError):  # a data name not fetched is said where it is read
                     path = local_file(value) if value in catalog() else Path(value)

@@ -9,8 +9,9 @@ from core.registry import ComponentSpec
 from experiments.data.records import Example
 from experiments.data.sampling import draw_sample
 from experiments.run.config import RunConfig, TaskConfig
+from experiments.run.sections import generator_params
 from experiments.run.sharding import ShardPlan
-from experiments.tasks.benchmark import benchmark_of, record_format
+from experiments.tasks.benchmark import benchmark_of, generator_of, record_format
 from experiments.tasks.loading import load_examples, load_hf
 from experiments.tasks.specs import TaskSpec, get_task
 
@@ -37,7 +38,7 @@ def load_task_examples(task: TaskConfig, *, progress: bool = False, shards: Shar
     elif task.hf is not None:
         examples = load_hf(task.hf, name=task.hf_name, split=task.split, family=spec.family,
                            task=_task_name(spec, task))[: task.limit]
-    elif task.ruler is not None:
+    elif task.generate is not None:
         examples = _generated(spec, task)
     else:
         examples = _synthetic_examples(task)[: task.limit]
@@ -74,7 +75,7 @@ def source_pools(config: RunConfig) -> dict[str, tuple[int | None, int]]:
     bound a document's sum takes in the betting test, fixed before any score).  Empty when the data cannot
     be read here."""
     try:
-        generated = {t.key for t in config.tasks if t.ruler is not None or t.synthetic is not None}
+        generated = {t.key for t in config.tasks if t.generated}
         whole = config.model_copy(update={"tasks": [t if t.key in generated else t.model_copy(update={"limit": None})
                                                     for t in config.tasks]})
         return {task: (None if task in generated else documents, largest * _items_per_question(config, task))
@@ -111,12 +112,17 @@ def run_pools(run_dir: str | Path) -> dict[str, tuple[int | None, int]]:
 
 
 def _generated(spec: TaskSpec, task: TaskConfig) -> list[Example]:
-    """Examples the task's benchmark generates from the config (RULER's ``ruler:`` section)."""
-    generate = benchmark_of(spec.family).generate
-    if generate is None:
-        raise UserError(f"task {task.key!r}: `ruler:` generates RULER-style tasks; the benchmark of {task.name} "
-                        f"({spec.family}) generates none")
-    return generate(spec, task)
+    """Examples the task's benchmark makes from the config task's ``generate:`` section."""
+    assert task.generate is not None
+    return generator_of(task.name).make(spec, generator_params(task.name, task.generate), task.limit,
+                                        f"generated:{task.key}")
+
+
+def generator_reads(task: TaskConfig) -> tuple[str | None, ...]:
+    """The files (data names or paths) a task's ``generate:`` section makes its benchmark's generator read."""
+    if task.generate is None:
+        return ()
+    return tuple(generator_of(task.name).reads(generator_params(task.name, task.generate)))
 
 
 def _chunked(examples: list[Example], task: TaskConfig) -> list[Example]:

@@ -248,7 +248,7 @@ def grid_manifest(config: RunConfig, grid: list[GridPoint],
         # what the report needs to say which mean a task's verdicts are about (experiments.report.estimand)
         "tasks": [{"key": t.key, "name": t.name, **({"sample": t.sample.model_dump()} if t.sample else {}),
                    **({"limit": t.limit} if t.limit else {}),
-                   **({"generated": True} if t.synthetic is not None or t.ruler is not None else {}),
+                   **({"generated": True} if t.generated else {}),
                    **({"pool_documents": pools[t.key][0], "largest_document": pools[t.key][1]}
                       if t.key in pools else {})}
                   for t in config.tasks],

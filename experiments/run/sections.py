@@ -16,6 +16,7 @@ from pydantic import (
     ConfigDict,
     Field,
     PositiveInt,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -201,24 +202,6 @@ class OpenDomainConfig(_Strict):
     corpus: PathText | None = None
 
 
-class RulerSource(_Strict):
-    """RULER-style examples generated in place (``experiments.tasks.ruler.generate``), ``n`` per length.
-
-    ``lengths`` are targets in ``tokenizer``'s tokens (``words``; ``tiktoken:NAME``; a Hugging Face id or
-    folder; ``reader:NAME``: the tokenizer of that reader, e.g. ``reader:smollm2``).  ``haystack``: ``essay``
-    (the project's own prose, or the text file ``essay``), ``noise``.  ``qa_source``: the QA file (a data name
-    or path) whose passages the ``qa`` task pads with.
-    """
-
-    lengths: list[Annotated[int, Field(ge=256)]]
-    n: int = Field(10, gt=0)
-    seed: int = 0
-    tokenizer: str = "words"
-    haystack: Literal["essay", "noise"] = "essay"
-    essay: str | None = None
-    qa_source: str | None = None
-
-
 class ChunksConfig(_Strict):
     """Cut each example's context into untitled passages before compression (LongBench v2 / ∞Bench RAG arms:
     OP-RAG's 128-token chunks), so a retrieval compressor keeps whole chunks and the prompt can show them as
@@ -247,6 +230,14 @@ class SampleConfig(_Strict):
         return self
 
 
+def generator_params(task: str, section: dict[str, Any]) -> BaseModel:
+    """A ``generate:`` section validated by the model of task ``task``'s benchmark (one line when it generates
+    nothing)."""
+    from experiments.tasks.benchmark import generator_of
+
+    return generator_of(task).params.model_validate(section)
+
+
 def _known_metric(name: str) -> str:
     """A metric's name when the metric registry knows it; otherwise its one line with the closest names."""
     from experiments.scoring.registry import get_metric
@@ -266,7 +257,8 @@ class TaskConfig(_Strict):
     hf_name: str | None = None
     split: str = "test"
     synthetic: SyntheticSource | None = None
-    ruler: RulerSource | None = None
+    # examples the task's benchmark makes, validated by its own model (``Benchmark.generator.params``)
+    generate: dict[str, Any] | None = None
     chunks: ChunksConfig | None = None
     limit: int | None = Field(None, gt=0)
     sample: SampleConfig | None = None
@@ -282,7 +274,23 @@ class TaskConfig(_Strict):
     @model_validator(mode="before")
     @classmethod
     def _from_string(cls, value: Any) -> Any:
+        if isinstance(value, dict) and "ruler" in value:
+            raise ValueError("a task's generator section is `generate:`; write `generate:` where it says `ruler:`")
         return {"name": value} if isinstance(value, str) else value
+
+    @field_validator("generate")
+    @classmethod
+    def _benchmark_params(cls, value: dict[str, Any] | None, info: ValidationInfo) -> dict[str, Any] | None:
+        """The section as the task's benchmark validates it (an error's location names the field in it); kept as
+        written, so the saved config is the user's."""
+        if value is not None and "name" in info.data:
+            generator_params(info.data["name"], value)
+        return value
+
+    @property
+    def generated(self) -> bool:
+        """Whether a generator makes this task's examples (its size is then the generator's, not a file's)."""
+        return self.synthetic is not None or self.generate is not None
 
     @property
     def key(self) -> str:
@@ -297,18 +305,18 @@ class TaskConfig(_Strict):
 
     @model_validator(mode="after")
     def _one_source(self) -> "TaskConfig":
-        given = [k for k in ("path", "data", "hf", "synthetic", "ruler") if getattr(self, k) is not None]
+        given = [k for k in ("path", "data", "hf", "synthetic", "generate") if getattr(self, k) is not None]
         if len(given) != 1:
-            raise ValueError(f"task {self.name!r} needs exactly one of path, data, hf, synthetic, ruler "
+            raise ValueError(f"task {self.name!r} needs exactly one of path, data, hf, synthetic, generate "
                              f"(got {given or 'none'})")
         if self.sweep is not None and self.open_domain is not None:
             raise ValueError(f"task {self.name!r}: a sweep and open_domain do not combine; use two tasks")
         if self.sample is not None and self.limit is not None:
             raise ValueError(f"task {self.name!r}: `limit` (the first N questions) and `sample` (a seeded sample of "
                              "n) do not combine; keep one")
-        if self.sample is not None and self.ruler is not None:
-            raise ValueError(f"task {self.name!r}: `sample` draws from a file's questions; a generated RULER task "
-                             "sets its size with `ruler.n`")
+        if self.sample is not None and self.generate is not None:
+            raise ValueError(f"task {self.name!r}: `sample` draws from a file's questions; a generated task's "
+                             "size is set in its `generate:` section")
         return self
 
 

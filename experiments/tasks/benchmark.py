@@ -18,9 +18,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from core.errors import UserError
 from core.files import load_yaml
-from core.registry import Registry
+from core.registry import Registry, import_target
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from compressors.base import CompressedContext
     from experiments.data.records import Example
     from experiments.tasks.prompts import PromptOptions
@@ -66,6 +68,22 @@ PromptFn = Callable[["TaskSpec", "CompressedContext | str", "Example", "PromptOp
 
 
 @dataclass(frozen=True)
+class Generator:
+    """How a benchmark makes examples from a config task's ``generate:`` section, so the shared code never knows
+    which benchmark generates or what its section holds.
+
+    ``params``: the pydantic model the section is validated with when the config is read (an error names the
+    task's place in the config and the field).  ``make(spec, params, limit, source)``: the examples, ``limit``
+    (None: all) per the benchmark's own unit, each example's ``source`` set to ``source``.  ``reads``: the files a
+    section makes the generator read (data names or paths), recorded with their sha256 in the run's manifest.
+    """
+
+    params: type["BaseModel"]
+    make: Callable[["TaskSpec", Any, "int | None", str], list["Example"]]
+    reads: Callable[[Any], Iterable["str | None"]] = lambda params: ()
+
+
+@dataclass(frozen=True)
 class Benchmark:
     """One benchmark: its record formats, its tasks, how its prompts are built, and its optional hooks.
 
@@ -73,11 +91,13 @@ class Benchmark:
     one example (None: the task's template with ``{context}`` and ``{input}`` filled).  ``followup``: the second
     request of a two-step task.  ``aliases``: the other names a config may give one of its tasks.
     ``record_task``: the task name its converter gives examples when a config names ``name`` (None: each
-    record says).  ``generate``: examples made from a config's generator section.  ``sweep``: examples moved
-    through positions by a config's ``sweep`` section (None: the gold document's sweep).  ``length_bucket``: the
-    bucket of a context length when its examples carry none.  ``report_tables``: its own tables, by name.
-    ``metrics``: the modules that register its metrics (imported with the benchmark, so a metric name resolves
-    whichever registry is asked first).
+    record says).  ``generator``: examples made from a config task's ``generate:`` section (None: the benchmark
+    reads its examples from files only).  ``sweep``: examples moved through positions by a config's ``sweep``
+    section (None: the gold document's sweep).  ``length_bucket``: the bucket of a context length when its
+    examples carry none.  ``report_tables``: its own tables, by name.  ``metrics``: the modules that register its
+    metrics (imported with the benchmark, so a metric name resolves whichever registry is asked first).
+    ``commands``: its ``ctxcomp build`` commands by name, each a typer command function or its
+    ``"module:function"`` path (imported only when the CLI lists or runs it).
     """
 
     name: str
@@ -87,11 +107,12 @@ class Benchmark:
     followup: Callable[["TaskSpec", str, "Example"], str] | None = None
     aliases: Callable[["TaskSpec"], tuple[str, ...]] = lambda spec: ()
     record_task: Callable[["TaskSpec", str], str | None] = lambda spec, name: spec.name
-    generate: Callable[["TaskSpec", Any], list["Example"]] | None = None
+    generator: Generator | None = None
     sweep: Callable[["TaskSpec", list["Example"], Any], list["Example"]] | None = None
     length_bucket: Callable[[int], str] | None = None
     report_tables: Mapping[str, ReportTable] = field(default_factory=dict)
     metrics: tuple[str, ...] = field(default=())
+    commands: Mapping[str, "str | Callable[..., Any]"] = field(default_factory=dict)
 
     @property
     def families(self) -> tuple[str, ...]:
@@ -167,6 +188,34 @@ def record_format(family: str) -> RecordFormat:
     return _by_family()[family][1]
 
 
+def generator_of(task: str) -> Generator:
+    """The generator of the benchmark that task ``task`` (a name or import path) belongs to; one line when that
+    benchmark generates nothing."""
+    from experiments.tasks.specs import get_task
+
+    spec = get_task(task)
+    benchmark = benchmark_of(spec.family)
+    if benchmark.generator is None:
+        raise UserError(f"task {task!r}: `generate:` makes examples, and the benchmark {benchmark.name} generates "
+                        "none; read its examples from a file (`path:` or `data:`)")
+    return benchmark.generator
+
+
+def build_commands() -> dict[str, Callable[..., Any]]:
+    """Every registered benchmark's ``ctxcomp build`` commands by name; two benchmarks offering one name are an
+    error naming both."""
+    out: dict[str, Callable[..., Any]] = {}
+    owner: dict[str, str] = {}
+    for benchmark in benchmarks():
+        for name, command in benchmark.commands.items():
+            if name in owner:
+                raise UserError(f"`ctxcomp build {name}` is offered by the benchmarks {owner[name]} and "
+                                f"{benchmark.name}; rename one")
+            owner[name] = benchmark.name
+            out[name] = import_target(command, f"ctxcomp build {name}") if isinstance(command, str) else command
+    return out
+
+
 def detect_family(record: dict) -> str | None:
     """Which family a record belongs to, from its fields; an error when two benchmarks both claim it."""
     claims = [fmt.family for _, fmt in _by_family().values() if fmt.detect is not None and fmt.detect(record)]
@@ -175,5 +224,6 @@ def detect_family(record: dict) -> str | None:
     return claims[0] if claims else None
 
 
-__all__ = ["BENCHMARKS", "Benchmark", "Converter", "PromptFn", "RecordFormat", "ReportTable", "benchmark_of", "benchmarks",
-           "detect_family", "families", "folder_prompted_tasks", "folder_text", "record_format", "register_benchmark"]
+__all__ = ["BENCHMARKS", "Benchmark", "Converter", "Generator", "PromptFn", "RecordFormat", "ReportTable", "benchmark_of",
+           "benchmarks", "build_commands", "detect_family", "families", "folder_prompted_tasks", "folder_text",
+           "generator_of", "record_format", "register_benchmark"]

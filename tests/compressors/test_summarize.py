@@ -185,8 +185,8 @@ def test_a_summarizer_that_cannot_summarize_fails_the_example(make_item, answer,
 
 
 def test_a_summarizer_that_echoes_its_instruction_is_refused(make_item):
-    """Found running L-Eval summaries with --reader extractive: every 'summary' was the instruction. The
-    extractive reader now reads only the marked chunk; a reader that still echoes the instruction is refused."""
+    """A reader that returns the summarize instruction as its 'summary' (what a lexical baseline that reads the
+    whole prompt does on L-Eval) is refused, not kept as a summary."""
     from readers.base import Generation, Reader
 
     class Echo(Reader):
@@ -201,8 +201,8 @@ def test_a_summarizer_that_echoes_its_instruction_is_refused(make_item):
 
 
 def test_the_extractive_reader_summarizes_from_the_chunk_not_from_the_instruction(make_item):
-    """The summarize prompt marks where the chunk sits, so the lexical baseline returns a sentence of the chunk
-    (it used to return the instruction, which the compressor refused)."""
+    """The summarize prompt marks where the chunk sits, so the lexical baseline returns a sentence of the chunk,
+    not the instruction (which the compressor would refuse)."""
     text = ("The committee met on Tuesday. It approved the harbour budget of nine million. "
             "The mayor praised the vote. Work starts in spring.")
     out = SummarizeCompressor(reader=ExtractiveReader(), chunk_size=1000).compress(make_item(text))

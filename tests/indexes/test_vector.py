@@ -159,7 +159,7 @@ def test_the_engine_follows_the_gpu_faiss_and_the_kind():
 
     assert engine("flat", "auto") == engine("ivf", "auto") == "faiss-cpu"
     assert engine("flat", "auto", torch_gpu=True) == "torch"          # a GPU, no faiss-gpu: torch searches it
-    assert engine("flat", "gpu", torch_gpu=True) == "torch"           # where it used to refuse
+    assert engine("flat", "gpu", torch_gpu=True) == "torch"           # asked for a GPU, served by torch
     assert engine("flat", "gpu", faiss_gpu=True, torch_gpu=True) == "faiss-gpu"
     assert engine("ivf", "auto", torch_gpu=True) == "faiss-cpu"       # approximate kinds need faiss-gpu
     assert engine("hnsw", "auto", faiss_gpu=True, torch_gpu=True) == "faiss-cpu"

@@ -123,7 +123,7 @@ def test_identity_changes_with_output_relevant_settings(tiny_causal_dir, causal)
 
 
 def test_cpu_defaults_are_unchanged(causal, tiny_causal_dir):
-    """On a CPU: 4 prompts a batch, no token budget, each prompt prefilled alone; identity as before."""
+    """On a CPU: 4 prompts a batch, no token budget, each prompt prefilled alone; the identity names no batching."""
     reader = HFReader(str(tiny_causal_dir), device="cpu")
     assert (reader.batch_size, reader.batch_tokens, reader.prefill_apart) == (4, None, True)
     assert reader.identity == (f"hf:{tiny_causal_dir}:gguf=None:rev=None:tokenizer={tiny_causal_dir}:dtype=float32"

@@ -387,7 +387,7 @@ def test_a_single_base_url_is_not_part_of_the_key_and_an_older_run_is_rekeyed(tm
         assert hash_a == hash_b
         run_dir = tmp_path / "run"
         assert cli("run", on_a, "--out", run_dir).returncode == 0
-        # as an older ctxcomp wrote it: the key included the server's address
+        # keyed with the server's address, as a run can hold it
         old = short_hash({"compressor": {"name": "full", "params": {}},
                           "reader": {"name": "openai", "params": yaml.safe_load(on_a.read_text())["readers"][0]["params"]}})
         for name in ("predictions.jsonl", "traces.jsonl", "grid.json"):

@@ -2,7 +2,8 @@
 
 The prompt files beside this one are the paper's ``prompts/*.prompt``; the kept passages are rendered as its
 documents / JSON pairs; a config's ``sweep`` moves the gold document (or the queried key) through positions
-(``experiments.protocols.litm``, ``experiments.protocols.kv``).
+(``experiments.protocols.litm``, ``experiments.protocols.kv``); ``ctxcomp build kv`` and ``ctxcomp build sweep``
+write such files (``commands.py``).
 """
 from __future__ import annotations
 
@@ -71,4 +72,5 @@ BENCHMARK = Benchmark(
     prompt=prompt,
     sweep=sweep,
     metrics=("experiments.tasks.litm.metrics",),
+    commands={"kv": "experiments.tasks.litm.commands:build_kv", "sweep": "experiments.tasks.litm.commands:build_sweep"},
 )

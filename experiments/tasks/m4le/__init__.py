@@ -1,5 +1,5 @@
 """M4LE: its tasks (``tasks.yaml``: ours, M4LE released no generic template), records and data builder
-(``build.py``: ``ctxcomp build m4le``)."""
+(``build.py``; ``commands.py``: ``ctxcomp build m4le``)."""
 from __future__ import annotations
 
 import functools
@@ -20,4 +20,5 @@ BENCHMARK = Benchmark(
     name="m4le",
     formats=(RecordFormat("m4le", records.convert, detect=records.detect, default_task=lambda stem: "m4le"),),
     tasks=tasks,
+    commands={"m4le": "experiments.tasks.m4le.commands:build_m4le"},
 )

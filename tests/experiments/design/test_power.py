@@ -179,7 +179,7 @@ def test_a_generated_task_has_no_pool_to_cap_its_plan(tmp_path):
     ruler = {"lengths": [512, 1024], "n": 4, "seed": 2}
     config = {"name": "generated", "readers": ["extractive"],
               "compressors": ["full", {"name": "truncate", "params": {"max_tokens": 64, "policy": "middle"}}],
-              "tasks": [{"name": "ruler_niah_single", "ruler": ruler},
+              "tasks": [{"name": "ruler_niah_single", "generate": ruler},
                         {"name": "kv_retrieval", "synthetic": {"kind": "kv", "n": 8, "num_keys": 20}}]}
     evaluate(config, tmp_path / "run", progress=False, plots=False)
     rows, settings = plan_run(tmp_path / "run")

@@ -38,8 +38,7 @@ def _per_trial(draws: Draws, engine, bound_of) -> np.ndarray:
 @pytest.mark.parametrize("documents", [100, 200])
 def test_rare_long_documents_carrying_the_losses_keep_alpha_with_the_pools_bound(documents):
     """2,000 trials each (Monte Carlo SE of a 0.025 rate: 0.0035; the limit is alpha + 3 SE).  The bound the
-    report now takes is the pool's largest document (40); with the sample's largest (the old rule) the
-    sample that misses the long documents is bounded by 2 and says "not worse" in about 0.35 / 0.12 of
+    report takes is the pool's largest document (40); with the sample's largest instead, the sample that misses the long documents is bounded by 2 and says "not worse" in about 0.35 / 0.12 of
     trials, fixed n and sequential alike."""
     rng = np.random.default_rng(documents)
     draws = _rare_long_losses(rng, 2000, documents)
@@ -55,7 +54,7 @@ def test_rare_long_documents_carrying_the_losses_keep_alpha_with_the_pools_bound
 def test_the_report_takes_its_bound_from_the_pool_not_the_sample():
     """A sample of 100 short documents that missed the pool's one 40-question document: with the pool's
     bound (``Scores.largest``, which the report sets from the task's source) the report cannot say "not
-    worse"; the old code bounded by the sample's largest (2) and said it."""
+    worse"; a bound from the sample's largest (2) would say it."""
     from experiments.report.cells import Scores, noninferiority_vs, paired_vs
 
     rng = np.random.default_rng(3)
@@ -75,7 +74,8 @@ def test_the_report_takes_its_bound_from_the_pool_not_the_sample():
 
 
 def test_the_issues_case_verdict_and_p_value_agree():
-    """262 pairs, 15 losses, 13 gains: the old code said "not worse" with p = 0.025014."""
+    """262 pairs, 15 losses, 13 gains, where a verdict and a p-value taken from two procedures disagree ("not worse"
+    beside p = 0.025014): from one test they agree."""
     a = np.array([1.0] * 15 + [0.0] * 13 + [1.0] * 234)
     b = np.array([0.0] * 15 + [1.0] * 13 + [1.0] * 234)
     test = noninferiority_test(a, b, 5.0)

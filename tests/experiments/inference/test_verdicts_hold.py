@@ -1,6 +1,6 @@
-"""The verdicts keep their error rate where the old tests failed: rare one-sided losses, small n, unequal and
-correlated documents.  Each case below said "not worse" far more often than alpha with the sign-flip test
-the report used before (the rates in the comments are the old code's, measured on the same draws); the
+"""The verdicts keep their error rate where a sign-flip test fails: rare one-sided losses, small n, unequal and
+correlated documents.  Each case below says "not worse" far more often than alpha with a sign-flip test of the
+shifted differences or a percentile bootstrap (the rates in the comments are theirs, measured on the same draws); the
 report's own functions are called, and the vectorized engines that benchmarks/sim_stats.py runs are checked
 to decide exactly as those functions do."""
 from __future__ import annotations
@@ -29,7 +29,7 @@ def _bound(trials, alpha=ALPHA):
 def test_identical_answers_are_not_enough_to_say_not_worse(n):
     rng = np.random.default_rng(n)
     full = (rng.random(n) < 0.6).astype(float)
-    assert noninferiority_test(full, full.copy(), 5.0).verdict != NOT_WORSE  # old: "not worse" at every n
+    assert noninferiority_test(full, full.copy(), 5.0).verdict != NOT_WORSE  # a sign flip: "not worse" at every n
     partial = np.full(n, 0.7)
     assert noninferiority_test(partial, partial.copy(), 5.0).verdict != NOT_WORSE
 
@@ -45,16 +45,16 @@ def _rare_losses(rng, n, accuracy=0.9, discordant=0.072, delta=-0.05):
     return full, arm
 
 
-@pytest.mark.parametrize("n, old_rate", [(16, 0.33), (40, 0.11)])
-def test_rare_one_sided_losses_at_small_n_keep_alpha(n, old_rate):
+@pytest.mark.parametrize("n, sign_flip_rate", [(16, 0.33), (40, 0.11)])
+def test_rare_one_sided_losses_at_small_n_keep_alpha(n, sign_flip_rate):
     rng = np.random.default_rng(35 + n)
     trials = 300
     false = sum(noninferiority_test(*_rare_losses(rng, n), 5.0).verdict == NOT_WORSE for _ in range(trials))
-    assert false / trials <= _bound(trials), (false / trials, old_rate)
+    assert false / trials <= _bound(trials), (false / trials, sign_flip_rate)
 
 
 def test_f1_like_breaks_keep_alpha():
-    """The arm equals full except when it breaks an answer (old: 0.20-0.23 at 16 questions)."""
+    """The arm equals full except when it breaks an answer (a sign flip: 0.20-0.23 at 16 questions)."""
     rng = np.random.default_rng(7)
     trials = 300
     false = 0
@@ -69,7 +69,7 @@ def test_f1_like_breaks_keep_alpha():
 
 
 def test_sequential_looks_keep_alpha_where_alpha_spending_did_not():
-    """12 questions, one a document, looked at every 4 (old rule: 0.64); 40 documents every 10 (old: 0.32)."""
+    """12 questions, one a document, looked at every 4 (alpha spending on a sign flip: 0.64); 40 documents every 10 (0.32)."""
     rng = np.random.default_rng(12)
     trials = 400
     for n, every in ((12, 4), (40, 10)):
@@ -140,7 +140,7 @@ def test_the_mirror_null_keeps_alpha_for_worse():
 
 
 def test_a_star_at_six_documents_keeps_its_level():
-    """6 documents of 8 questions near the ceiling, true difference 0 (old bootstrap: 12.3% for a claimed 5%)."""
+    """6 documents of 8 questions near the ceiling, true difference 0 (a percentile bootstrap: 12.3% for a claimed 5%)."""
     rng = np.random.default_rng(6)
     trials = 300
     stars = 0

@@ -217,14 +217,12 @@ def test_curve_on_real_oracle_keeps_the_whole_corpus(shared_data, tmp_path):
 def _app():
     import typer
 
-    from experiments.cli.build import build_kv, build_m4le, build_sweep
+    from experiments.cli.app import build_app
     from experiments.cli.curve import curve
 
     app = typer.Typer()
     app.command("curve")(curve)
-    app.command("kv")(build_kv)
-    app.command("m4le")(build_m4le)
-    app.command("sweep")(build_sweep)
+    app.add_typer(build_app, name="build")
     return app
 
 
@@ -260,24 +258,24 @@ def test_build_commands_write_loadable_files(tmp_path):
 
     runner = CliRunner()
     kv_out = tmp_path / "kv.jsonl.gz"
-    res = runner.invoke(_app(), ["kv", "--n", "3", "--num-keys", "10", "--positions", "0,9", "--out", str(kv_out)])
+    res = runner.invoke(_app(), ["build", "kv", "--n", "3", "--num-keys", "10", "--positions", "0,9", "--out", str(kv_out)])
     assert res.exit_code == 0, res.output
     assert [key_position(e) for e in load_litm_kv(kv_out)] == [0, 0, 0, 9, 9, 9]
 
     questions = make_multidoc_qa(40, num_docs=2, words_per_doc=40, seed=6)
     gold_only = write_jsonl([litm_qa_record(q) | {"ctxs": [c for c in litm_qa_record(q)["ctxs"] if c["isgold"]]}
                              for q in questions], tmp_path / "oracle.jsonl")
-    res = runner.invoke(_app(), ["sweep", "--litm", str(gold_only), "--num-docs", "5", "--positions", "0,4",
+    res = runner.invoke(_app(), ["build", "sweep", "--litm", str(gold_only), "--num-docs", "5", "--positions", "0,4",
                                  "--out", str(tmp_path / "sweep")])
     assert res.exit_code == 0, res.output
     at4 = load_litm_qa(tmp_path / "sweep" / "nq-open-5_total_documents_gold_at_4.jsonl.gz")
     assert len(at4) == 40 and all(e.passages[4].is_gold and len(e.passages) == 5 for e in at4)
-    bad = runner.invoke(_app(), ["sweep", "--litm", str(gold_only), "--num-docs", "5", "--positions", "5",
+    bad = runner.invoke(_app(), ["build", "sweep", "--litm", str(gold_only), "--num-docs", "5", "--positions", "5",
                                  "--out", str(tmp_path / "sweep2")])
     assert bad.exit_code == 2
 
     m4le_out = tmp_path / "m4le.jsonl"
-    res = runner.invoke(_app(), ["m4le", "--source", str(gold_only), "--target-words", "500,1000",
+    res = runner.invoke(_app(), ["build", "m4le", "--source", str(gold_only), "--target-words", "500,1000",
                                  "--ability", "semantic_single,explicit_single", "--n", "2", "--out", str(m4le_out)])
     assert res.exit_code == 0, res.output
     assert len(load_examples(m4le_out, "m4le")) == 8

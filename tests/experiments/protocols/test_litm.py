@@ -111,7 +111,7 @@ def test_sweeps_over_one_corpus_share_its_index_and_only_for_equal_inputs():
     assert other is not index and other.retriever.k1 == 0.9
     changed = [*corpus[:5], Passage("The river R5 flows past T6.", "R5", "c5")]
     assert shared_passage_index(changed, "bm25").search(["T6"], 1)[0][0].text.endswith("T6.")
-    with pytest.raises(UserError, match="k1 must be a number"):  # not JSON: not shared, refused as before
+    with pytest.raises(UserError, match="k1 must be a number"):  # not JSON: not shared, refused by the parameter check
         shared_passage_index(corpus, {"name": "bm25", "params": {"k1": object()}})
     tfidf = "tests.retrievers.plugin_example:TfidfRetriever"  # a plugin that does not say it calls no model
     assert shared_passage_index(corpus, tfidf) is not shared_passage_index(corpus, tfidf)  # is not kept

@@ -158,3 +158,22 @@ def test_fit_finds_the_size_rulers_binary_search_finds_with_fewer_counts(monkeyp
         assert used <= len(counts) + 1, (gen.task, used, len(counts))
         ours, theirs = ours + used, theirs + len(counts)
     assert ours < 0.75 * theirs, (ours, theirs)
+
+
+def test_a_generate_section_is_checked_by_rulers_model_and_names_its_files(tmp_path):
+    """RULER's `GenerateParams` checks a task's `generate:` when the config is read; the QA file it names goes in the
+    run's list of data files (their sha256s in the manifest)."""
+    from experiments.run.config import ConfigError, parse_config
+    from experiments.run.driver import data_files
+
+    def config(section: dict):
+        return parse_config({"tasks": [{"name": "ruler_qa", "generate": section}], "readers": ["extractive"],
+                             "compressors": ["full"]})
+
+    with pytest.raises(ConfigError, match=r"tasks\.0\.generate\.lengths\.0: Input should be greater than or equal to 256"):
+        config({"lengths": [100]})
+    with pytest.raises(ConfigError, match=r"tasks\.0\.generate\.haystack: .*'essay' or 'noise'"):
+        config({"lengths": [1024], "haystack": "sand"})
+    qa = tmp_path / "qa.jsonl"
+    qa.write_text("{}\n", encoding="utf-8")
+    assert data_files(config({"lengths": [1024], "qa_source": str(qa)})) == [str(qa)]

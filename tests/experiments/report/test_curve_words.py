@@ -29,7 +29,7 @@ def test_verdicts_compare_with_the_largest_k_not_with_full():
 
 def test_a_verdict_that_is_no_decision_names_the_margin_it_tests():
     """`-10.00 [-23.77, -0.11] cannot tell at this n`: the interval excludes 0 and the verdict is about the
-    5-point margin; the column now says which."""
+    5-point margin; the column says which."""
     test = NonInferiority(-10.0, -23.77, -0.11, 0.2, 0.001, 40, 40, "cannot tell at this n")
     sat = Saturation("t", "r", 5, None, 5.0, {1: test}, "stopped at k=1", 5)
     rows = [CurveRow("t", "r", k, 90.0, (80.0, 95.0), 50.0, (40.0, 60.0), 40, 0, retriever="bm25") for k in (1, 5)]

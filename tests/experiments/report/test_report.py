@@ -67,8 +67,8 @@ def test_at_small_n_the_interval_and_its_p_value_say_the_same():
     from experiments.inference.results import format_delta, format_p
 
     # 4 of 16 questions right at the last position and wrong in the middle, none the other way (a LITM sweep):
-    # the percentile bootstrap used to exclude 0 here (a `*`) beside a p of 0.125; now the interval is the
-    # one the exact test inverts, so it takes in 0 exactly when its p-value is above 0.05
+    # a percentile bootstrap excludes 0 here (a `*`) beside a p of 0.125; the interval is the one the exact test
+    # inverts, so it takes in 0 exactly when its p-value is above 0.05
     pd = paired_delta(np.zeros(16), np.array([1.0] * 4 + [0.0] * 12))
     assert not format_delta(pd).endswith("*") and pd.lo <= 0 < pd.hi
     assert 0.05 < float(format_p(pd)) < 0.125

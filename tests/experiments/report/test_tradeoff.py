@@ -306,7 +306,7 @@ def test_compare_across_readers_gives_a_difference_of_differences(tmp_path):
     rows = {row[2]: dict(zip(header, row)) for row in body}
     assert rows["bm25"]["reader"] == "weak : strong"
     assert rows["bm25"]["A - full"].startswith("+50.00") and rows["bm25"]["B - full"].startswith("+0.00")
-    # 8 examples: the valid test of changes bounded in [-1, 1] gives an interval around -50 (no longer a point)
+    # 8 examples: the valid test of changes bounded in [-1, 1] gives an interval around -50, not a point
     dod = paired_delta([0.5] * 8, [0.0] * 8, bounded=(-1.0, 1.0))
     assert rows["bm25"]["(B - full) - (A - full) [95% CI]"].startswith(f"-50.00 [{dod.lo:+.2f}, {dod.hi:+.2f}]")
     assert dod.lo < -50 < dod.hi

@@ -26,8 +26,8 @@ def _run(config: dict, out):
 
 def test_ruler_tasks_in_a_run_give_the_effective_length_tables(tmp_path):
     ruler = {"lengths": [512, 1024], "n": 6, "seed": 2}
-    config = {"tasks": [{"name": "ruler_niah_single", "ruler": ruler}, {"name": "ruler_niah_multikey", "ruler": ruler},
-                        {"name": "ruler_vt", "ruler": ruler}],
+    config = {"tasks": [{"name": "ruler_niah_single", "generate": ruler}, {"name": "ruler_niah_multikey", "generate": ruler},
+                        {"name": "ruler_vt", "generate": ruler}],
               "compressors": ["full", {"name": "retrieval", "params": {"chunk_size": 40, "token_budget": 96}}],
               "readers": ["extractive"]}
     out = _run(config, tmp_path / "run")

@@ -19,11 +19,11 @@ def _slice(name: str, limit: int) -> dict:
     """The shipped config with small limits; its data names resolve in the data directory (tests/conftest.py)."""
     data = yaml.safe_load((CONFIGS / name).read_text(encoding="utf-8"))
     for task in data["tasks"]:
-        assert "data" in task or "ruler" in task, \
+        assert "data" in task or "generate" in task, \
             f"{name}: task {task['name']} should name its data (`data: NAME`) or generate it, not give a path"
         task["limit"] = min(task.get("limit") or limit, limit)
-        if "ruler" in task:  # SmolLM2's tokenizer would load the model; word counts make the same kind of data
-            task["ruler"] = {**task["ruler"], "tokenizer": "words"}
+        if "generate" in task:  # SmolLM2's tokenizer would load the model; word counts make the same kind of data
+            task["generate"] = {**task["generate"], "tokenizer": "words"}
         if "open_domain" in task:  # encoding the whole 2,600-passage corpus with MiniLM takes minutes on CPU
             task["open_domain"]["retriever"] = "bm25"
     data["readers"] = ["extractive"]

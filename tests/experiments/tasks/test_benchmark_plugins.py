@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from core.errors import UserError
 from experiments.cli.app import app
 from experiments.scoring.registry import METRICS
-from experiments.tasks.benchmark import BENCHMARKS, families
+from experiments.tasks.benchmark import BENCHMARKS, Benchmark, families
 from experiments.tasks.specs import TASKS, TaskSpec, get_task
 
 REPO = Path(__file__).resolve().parents[3]
@@ -120,3 +120,101 @@ def test_a_task_file_takes_every_field_a_built_in_uses(tmp_path):
     path.write_text(yaml.safe_dump({**data, "fixes": ["one"]}), encoding="utf-8")
     with pytest.raises(UserError, match="fixes must be a list of \\[old, new\\] string pairs"):
         TaskSpec.from_file(path)
+
+
+# A benchmark that makes its examples: its `generate:` section is checked by its own model, the file that section
+# names goes into the run's manifest, and it offers a `ctxcomp build` command of its own
+TOYGEN = '''
+import random
+
+import typer
+from pydantic import BaseModel, ConfigDict, PositiveInt
+
+from experiments.data.records import Example
+from experiments.tasks.benchmark import Benchmark, Generator, RecordFormat
+from experiments.tasks.specs import TaskSpec
+
+SPEC = TaskSpec(name="toy_made", family="toy_made", category="toy qa", lang="en", metric="toy_digits", max_new_tokens=8,
+                prompt="Read: {context}\\nQuestion: {input}\\nAnswer:", source=__name__)
+
+
+class Params(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    n: PositiveInt
+    seed: int = 0
+    filler: str | None = None
+
+
+def make(spec, params, limit, source):
+    rng = random.Random(params.seed)
+    filler = open(params.filler, encoding="utf-8").read() if params.filler else ""
+    codes = [rng.randrange(100, 1000) for _ in range(params.n)][:limit]
+    return [Example(id=f"made{i}", task=spec.name, query=f"What is the code of box {i}?", answers=(str(code),),
+                    context=f"{filler} The code of box {i} is {code}.", source=source) for i, code in enumerate(codes)]
+
+
+def build_toy(n: int = typer.Option(2, "--n", help="Examples."), out: str = typer.Option(..., "--out")) -> None:
+    """Toy examples as a file."""
+    typer.echo(f"{n} toy examples to {out}")
+
+
+BENCHMARK = Benchmark(name="toygen", formats=(RecordFormat("toy_made", lambda record, where, task: []),),
+                      tasks=lambda: (SPEC,), metrics=("toybench.metrics",),
+                      generator=Generator(Params, make, reads=lambda params: (params.filler,)),
+                      commands={"toy": build_toy})
+'''
+
+
+def _generating_plugin(tmp_path, monkeypatch) -> None:
+    """The docs' toybench (for its metric) and ``toygen``, both found by entry point."""
+    _entry_point(tmp_path, monkeypatch)
+    (tmp_path / "toygen.py").write_text(TOYGEN, encoding="utf-8")
+    dist = tmp_path / "toygen-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: toygen\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[ctxcomp.benchmarks]\ntoygen = toygen:BENCHMARK\n")
+
+
+def _config(tmp_path, *tasks) -> Path:
+    config = tmp_path / "made.yaml"
+    config.write_text(yaml.safe_dump({"name": "made", "tasks": list(tasks), "readers": ["extractive"],
+                                      "compressors": ["full"]}))
+    return config
+
+
+def test_a_plugin_generator_gets_its_own_generate_section_checked_and_runs(tmp_path, monkeypatch, fresh_registries):
+    from experiments.run.config import ConfigError, load_config
+
+    _generating_plugin(tmp_path, monkeypatch)
+    filler = tmp_path / "filler.txt"
+    filler.write_text("Birds sing.", encoding="utf-8")
+    run_dir = tmp_path / "run"
+    config = _config(tmp_path, {"name": "toy_made", "generate": {"n": 3, "seed": 1, "filler": str(filler)}})
+    _invoke("run", config, "--out", run_dir, "--no-report")
+    lines = [json.loads(line) for line in (run_dir / "predictions.jsonl").read_text().splitlines()]
+    assert sorted(line["id"] for line in lines) == ["made0", "made1", "made2"]
+    assert [line["score"] for line in lines] == [1.0] * 3  # the extractive reader finds each generated code
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert str(filler) in [d["path"] for d in manifest["sessions"][-1]["data"]]
+    assert "generated" in json.loads((run_dir / "grid.json").read_text())["tasks"][0]
+
+    with pytest.raises(ConfigError, match=r"tasks\.0\.generate\.n: Input should be greater than 0"):
+        load_config(_config(tmp_path, {"name": "toy_made", "generate": {"n": 0}}))
+    with pytest.raises(ConfigError, match=r"tasks\.0\.generate\.count: unknown key"):
+        load_config(_config(tmp_path, {"name": "toy_made", "generate": {"n": 2, "count": 3}}))
+    with pytest.raises(ConfigError, match=r"tasks\.0\.generate: .*benchmark toybench generates none"):
+        load_config(_config(tmp_path, {"name": "toy_qa", "generate": {"n": 2}}))
+    with pytest.raises(ConfigError, match=r"tasks\.0: .*write `generate:` where it says `ruler:`"):
+        load_config(_config(tmp_path, {"name": "ruler_vt", "ruler": {"lengths": [1024]}}))
+
+
+def test_a_plugin_benchmark_offers_a_build_command(tmp_path, monkeypatch, fresh_registries):
+    _generating_plugin(tmp_path, monkeypatch)
+    listed = _invoke("build", "--help")
+    assert all(name in listed for name in ("toy", "kv", "sweep", "m4le", "ruler"))
+    assert _invoke("build", "toy", "--n", "3", "--out", "x.jsonl").strip() == "3 toy examples to x.jsonl"
+    from experiments.tasks.benchmark import register_benchmark
+
+    register_benchmark(Benchmark(name="toyclash", formats=(), tasks=lambda: (), commands={"kv": "toygen:build_toy"}))
+    clash = CliRunner().invoke(app, ["build", "--help"])
+    assert clash.exit_code == 2 and "`ctxcomp build kv` is offered by the benchmarks litm and toyclash" in clash.output

@@ -44,7 +44,7 @@ def test_the_question_is_found_and_the_evidence_sentence_returned(name):
 
 
 def test_leval_questions_differ_so_answers_differ():
-    """Found on L-Eval: the baseline used to ignore `Instruction:` and answer every question alike."""
+    """On L-Eval the baseline reads `Instruction:`, so it answers each question of one document differently."""
     spec = get_task("financial_qa")
     context = "Revenue grew to 12 billion dollars. The chief executive is Ada Brook. Costs fell by 3 percent."
     answers = []
@@ -60,7 +60,7 @@ def test_rulers_single_needle_is_found_at_2k_and_8k_tokens(tmp_path):
     not context: read end to end (config, prompt, cached reader), the baseline answers with the needle."""
     from experiments import evaluate
 
-    config = {"name": "niah", "tasks": [{"name": "ruler_niah_single", "ruler": {"lengths": [2048, 8192], "n": 3}}],
+    config = {"name": "niah", "tasks": [{"name": "ruler_niah_single", "generate": {"lengths": [2048, 8192], "n": 3}}],
               "readers": ["extractive"]}
     result = evaluate(config, tmp_path / "run", report=False, progress=False)
     preds = result.data.predictions
