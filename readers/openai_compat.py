@@ -157,8 +157,9 @@ class OpenAICompatReader(Reader):
                 raise ParamError("openai: give base_url (one server) or base_urls (a fleet), not both")
             if isinstance(base_urls, str) or not isinstance(base_urls, Sequence):
                 raise ParamError(f"openai: base_urls must be a list of server URLs, got {type(base_urls).__name__}")
-            if len(base_urls) == 1 and isinstance(base_urls[0], (list, tuple)):
-                base_urls = base_urls[0]  # [[URL, ...]] (the form configs needed before base_urls was a literal list)
+            if any(not isinstance(u, str) for u in base_urls):
+                raise ParamError("openai: base_urls must be a flat list of server URLs (base_urls: [URL, ...]); "
+                                 f"got {list(base_urls)!r}")
             if not base_urls:
                 raise ParamError("openai: base_urls is empty; give at least one server URL")
             return check_urls(list(base_urls))

@@ -93,9 +93,8 @@ def test_check_config_refuses_what_the_constructor_refuses_without_building(para
         with pytest.raises(ParamError, match=said):  # values: the registry's one check, before anything is built
             READERS.check({"name": "openai", "params": {"model": "m", **bad}})
     OpenAICompatReader.check_config(model="m", base_urls=["http://a:1/v1", "https://b/v1"], concurrency=4)
-    # a run config's one-list-not-an-axis form means the same servers
-    nested = OpenAICompatReader("m", base_urls=[["http://a:1/v1", "https://b/v1"]], **settings())
-    assert nested.base_urls == ["http://a:1/v1", "https://b/v1"]
+    with pytest.raises(ParamError, match="flat list of server URLs"):  # base_urls is one list, never an axis
+        OpenAICompatReader("m", base_urls=[["http://a:1/v1", "https://b/v1"]], **settings())
 
 
 def test_identity_names_the_model_not_the_servers():
