@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from itertools import zip_longest
 from typing import Literal, TypeVar
 
@@ -54,6 +54,23 @@ def sample_order(examples: Sequence[E], *, seed: int, by: SampleBy = "document",
     return [ex for round_ in zip_longest(*queues) for ex in round_ if ex is not None]
 
 
+def dealt_bound(sizes: Iterable[int], n: int) -> int:
+    """The most questions a round-robin sample of ``n`` (``by: document``) can deal one document, from the
+    pool's questions per document alone: the fewest rounds r with sum(min(size, r)) >= n, since round r
+    deals one question to every document that still has one.  Known before any score, so it can bound a
+    document's sum in the betting test (one question a document while n does not exceed the documents)."""
+    sizes = sorted(sizes)
+    n = min(n, sum(sizes))
+    rounds, dealt, left = 0, 0, len(sizes)
+    for size in sizes:  # raise r to each size in turn; every document not yet exhausted takes one more a round
+        step = size - rounds
+        if dealt + step * left >= n:
+            return rounds + -(-(n - dealt) // left) if left else rounds
+        dealt += step * left
+        rounds, left = size, left - 1
+    return rounds
+
+
 def draw_sample(examples: Sequence[E], n: int, *, seed: int, by: SampleBy = "document",
                 deal: SampleDeal = "round-robin") -> list[E]:
     """The first ``n`` examples of ``sample_order`` (all of them when the pool is smaller); dealt whole, every
@@ -67,4 +84,4 @@ def draw_sample(examples: Sequence[E], n: int, *, seed: int, by: SampleBy = "doc
     return order[:end]
 
 
-__all__ = ["SampleBy", "SampleDeal", "draw_sample", "sample_order"]
+__all__ = ["SampleBy", "SampleDeal", "dealt_bound", "draw_sample", "sample_order"]

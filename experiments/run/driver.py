@@ -34,7 +34,7 @@ from experiments.data.provenance import add_session, append_cache_keys, end_sess
 from experiments.data.records import NOT_FIXED_BY_RESUME, RecordKey
 from experiments.data.store import CONFIG, GRID, LOCK, RunDir
 from experiments.run.config import ANALYSIS_ONLY, EXECUTION, RunConfig, dump_config, load_config
-from experiments.run.examples import generator_reads, source_pools
+from experiments.run.examples import dealt_pools, generator_reads
 from experiments.run.executors import Executor, LocalExecutor
 from experiments.run.grid import expand_grid, grid_manifest
 from experiments.run.plan import (
@@ -162,7 +162,7 @@ class Runner:
             else:
                 self.notify(f"{self.run_dir} held another config but no predictions; it now holds this one")
         dump_config(self.config, path)
-        write_atomic(self.run_dir / GRID, json.dumps(grid_manifest(self.config, self.grid, source_pools(self.config)),
+        write_atomic(self.run_dir / GRID, json.dumps(grid_manifest(self.config, self.grid, dealt_pools(self.config)),
                                                      indent=2, ensure_ascii=False))
 
     def _grid_has_pools(self) -> bool:

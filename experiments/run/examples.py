@@ -84,6 +84,28 @@ def source_pools(config: RunConfig) -> dict[str, tuple[int | None, int]]:
         return {}
 
 
+def dealt_pools(config: RunConfig) -> dict[str, tuple[int | None, int]]:
+    """``source_pools`` with each bound cut to what the run's own sample can deal a document: a round-robin
+    sample by document (``sample: {n, by: document}``) deals at most ``dealt_bound`` questions to one document
+    (one each while n does not exceed the documents), which the config and the pool's questions per document
+    fix before any score.  What the report's betting test bounds a document's sum by (``grid.json``); ``plan``
+    keeps the pool's largest document, since the study it sizes may deal more."""
+    from collections import Counter
+
+    from experiments.data.sampling import dealt_bound
+
+    out = source_pools(config)
+    for task in config.tasks:
+        sample = task.sample
+        if task.key not in out or sample is None or sample.by != "document" or sample.deal != "round-robin":
+            continue
+        bare = task.model_copy(update={"sample": None, "sweep": None, "open_domain": None, "chunks": None})
+        sizes = Counter(e.cluster for e in load_task_examples(bare)).values()  # as draw_sample groups them
+        documents, bound = out[task.key]
+        out[task.key] = (documents, min(bound, dealt_bound(sizes, sample.n) * _items_per_question(config, task.key)))
+    return out
+
+
 def _items_per_question(config: RunConfig, key: str) -> int:
     """How many scored items a task makes of one source question: a sweep moves it through its positions (and
     adds its closed-book or oracle item), every question alike, so the pool's largest document holds this many

@@ -78,3 +78,33 @@ def test_a_swept_tasks_pool_bound_counts_every_item_a_question_makes(shared_data
          "sweep": {"positions": [0, 4], "num_docs": 5, "closed_book": True, "oracle": True,
                    "distractors": {"method": "random"}}}]})
     assert source_pools(config) == {"nq_multidoc": (2655, 3), "cb": (2655, 4)}
+
+
+def test_a_round_robin_sample_bounds_a_document_by_what_it_deals(tmp_path, shared_data):
+    """A sample of 6 by document from financial_qa (6 documents: 8, 8, 8, 10, 10 and 24 questions; three of its
+    lines share one page) deals one question to each, whatever the scores: grid.json bounds a document's sum by
+    1 question, not the pool's 24; a sample of 12 by 2; a plain sample (``by: none``) by the pool's largest
+    document; and ``plan`` still sizes from the pool's 24, since the study it sizes may deal more."""
+    from collections import Counter
+
+    from experiments import evaluate
+    from experiments.data.sampling import dealt_bound
+    from experiments.run.examples import source_pools
+
+    source = str(shared_data / "leval" / "financial_qa.jsonl")
+    sizes = [8, 8, 8, 10, 10, 24]
+    assert [dealt_bound(sizes, n) for n in (1, 6, 7, 12, 13, 48, 49, 53, 57, 68, 99)] == [1, 1, 2, 2, 3, 8, 9, 10, 13, 24, 24]
+    tasks = [{"name": "financial_qa", "label": label, "path": source, "sample": sample}
+             for label, sample in (("six", {"n": 6}), ("twelve", {"n": 12}), ("plain", {"n": 6, "by": "none"}))]
+    config = {"name": "dealt", "readers": ["extractive"], "compressors": ["full"], "tasks": tasks}
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    evaluate(str(tmp_path / "c.yaml"), str(tmp_path / "run"))
+    recorded = {t["key"]: t["largest_document"] for t in
+                yaml.safe_load((tmp_path / "run" / "grid.json").read_text())["tasks"]}
+    assert recorded == {"six": 1, "twelve": 2, "plain": 24}
+    rows = [yaml.safe_load(line) for line in (tmp_path / "run" / "predictions.jsonl").read_text().splitlines()]
+    for key, bound in recorded.items():  # never below what the run dealt a document
+        assert max(Counter(r["cluster"] for r in rows if r["task"] == key).values()) <= bound
+    from experiments.run.config import parse_config
+
+    assert {k: v[1] for k, v in source_pools(parse_config(config)).items()} == {"six": 24, "twelve": 24, "plain": 24}
