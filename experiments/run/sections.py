@@ -275,7 +275,9 @@ class TaskConfig(_Strict):
     @classmethod
     def _from_string(cls, value: Any) -> Any:
         if isinstance(value, dict) and "ruler" in value:
-            raise ValueError("a task's generator section is `generate:`; write `generate:` where it says `ruler:`")
+            if value["ruler"] is not None:
+                raise ValueError("a task's generator section is `generate:`; write `generate:` where it says `ruler:`")
+            value = {k: v for k, v in value.items() if k != "ruler"}  # the empty key every earlier run dir's config.yaml holds
         return {"name": value} if isinstance(value, str) else value
 
     @field_validator("generate")

@@ -206,6 +206,9 @@ def test_a_plugin_generator_gets_its_own_generate_section_checked_and_runs(tmp_p
         load_config(_config(tmp_path, {"name": "toy_qa", "generate": {"n": 2}}))
     with pytest.raises(ConfigError, match=r"tasks\.0: .*write `generate:` where it says `ruler:`"):
         load_config(_config(tmp_path, {"name": "ruler_vt", "ruler": {"lengths": [1024]}}))
+    # every run dir written before `generate:` saved an empty `ruler:` in each task: it still reads and reports
+    held = load_config(_config(tmp_path, {"name": "toy_made", "generate": {"n": 2}, "ruler": None}))
+    assert held.tasks[0].generate == {"n": 2}
 
 
 def test_a_plugin_benchmark_offers_a_build_command(tmp_path, monkeypatch, fresh_registries):
