@@ -39,9 +39,10 @@ def test_every_offline_compressor_runs_at_both_budgets_for_both_readers(shared_d
         rows = estimate(runner.config, runner.grid, set()).rows
     finally:
         runner.close()
-    # 1 question, 1 document to summarize and 1 LitM question at 2 gold positions: 4 examples a grid point
+    # one question of each of 6 financial_qa documents, 6 documents to summarize and 16 LitM questions at 2 gold
+    # positions: 44 examples a grid point
     examples = {r.task: r.examples for r in rows}
-    assert examples == {"financial_qa": 1, "news_summ": 1, "litm_10docs": 2}
+    assert examples == {"financial_qa": 6, "news_summ": 6, "litm_10docs": 32}
     points = Counter((r.compressor.split(" @")[0].split("(")[0], r.reader) for r in rows)
     for reader in READERS:
         assert points[("full", reader)] == len(examples)  # full runs once, at its own size
@@ -49,4 +50,4 @@ def test_every_offline_compressor_runs_at_both_budgets_for_both_readers(shared_d
             assert points[(name, reader)] == len(BUDGETS) * len(examples), (name, reader)
     budgets = Counter(r.compressor.rsplit(" @", 1)[1] for r in rows if " @" in r.compressor)
     assert set(budgets) == {str(b) for b in BUDGETS}
-    assert sum(r.reader_calls for r in rows) == len(READERS) * (1 + len(BUDGETS) * (len(names) - 1)) * 4 == 104
+    assert sum(r.reader_calls for r in rows) == len(READERS) * (1 + len(BUDGETS) * (len(names) - 1)) * 44 == 1144
