@@ -14,6 +14,7 @@ normaliser changed it) is passed over, never matched backwards.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Sequence
 
 from indexes.types import Passage
@@ -104,7 +105,9 @@ def align_kept_text(context: str, kept_text: str) -> tuple[Span, ...]:
     """The spans of ``context`` that ``kept_text`` (a pruner's output, in order) was cut from."""
     spans: list[tuple[int, int]] = []
     at = 0
-    for piece in kept_text.split():
+    # a pruner glues punctuation kept from later onto a word ("2012" + "." of a later sentence = "2012."): words
+    # and punctuation marks are aligned one by one, so the glued piece cannot match whole far ahead
+    for piece in re.findall(r"\w+|[^\w\s]", kept_text):
         rest = piece
         while rest:
             where, length = _longest_prefix_at(context, rest, at)

@@ -68,3 +68,13 @@ def test_the_span_helpers():
     assert edge_spans(context, "the cat mat", head=True, tail=True) == ((0, 7), (18, 22))
     assert edge_spans(context, "the cat", head=True, tail=False) == ((0, 7),)
     assert align_kept_text(context, "cat mat") == ((4, 7), (19, 22))
+
+
+def test_punctuation_a_pruner_glued_onto_a_word_is_aligned_where_each_was_kept():
+    """LLMLingua-2 joins what it keeps, so "2012" and the "." ending a later sentence come out as "2012."; matched
+    whole, that piece jumped to the one place the context spells "2012." and every word after it was lost."""
+    context = "Welcome to our 2012 conference call. The outlook is good. Revenue for 2012. Costs fell."
+    spans = align_kept_text(context, "Welcome 2012. outlook good. Costs")
+    kept = [context[s:e] for s, e in spans]
+    assert kept[:2] == ["Welcome", "2012"] and context.index("2012") == spans[1][0]
+    assert "outlook" in kept and "Costs" in kept  # nothing after the glued piece is lost
